@@ -1,0 +1,164 @@
+"""A real Apache Kafka broker: one KRaft node run from its Maven jars with `kafka.Kafka`, on loopback."""
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtm_lab import jars, ports, processes
+from rtm_lab.errors import LabError
+from rtm_lab.java import check_java
+
+GROUP = "kafka-broker"
+READY_TIMEOUT_S = 120.0
+
+SERVER_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{controller_port}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs={data_dir}
+num.partitions=2
+# A single node: every internal topic has one replica, and consumers need not wait for a rebalance.
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=2
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=2
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.retention.hours=24
+"""
+
+LOG4J2 = """\
+Configuration:
+  status: warn
+  Appenders:
+    File:
+      name: file
+      fileName: "{log_file}"
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: info
+      AppenderRef:
+        ref: file
+"""
+
+
+@dataclass
+class KafkaPaths:
+    root: Path
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "server.properties"
+
+    @property
+    def server_log(self) -> Path:
+        return self.root / "server.log"
+
+    @property
+    def stdout_log(self) -> Path:
+        return self.root / "stdout.log"
+
+
+def answers(bootstrap: str, timeout_s: float = 5.0) -> bool:
+    """True when the broker answers a metadata request."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    try:
+        admin = KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            request_timeout_ms=int(timeout_s * 1000),
+            client_id="rtm-lab-probe",
+        )
+    except (KafkaError, OSError, ValueError):
+        return False
+    try:
+        admin.describe_cluster()
+        return True
+    except (KafkaError, OSError):
+        return False
+    finally:
+        admin.close()
+
+
+def _classpath() -> str:
+    return os.pathsep.join(str(p) for p in jars.ensure(GROUP))
+
+
+def start(root: Path, port: int, controller_port: int) -> int:
+    """Format storage if needed, start the broker, wait until it answers; return its pid."""
+    java, _ = check_java()
+    paths = KafkaPaths(root)
+    root.mkdir(parents=True, exist_ok=True)
+    classpath = _classpath()
+    wanted = SERVER_PROPERTIES.format(port=port, controller_port=controller_port, data_dir=paths.data)
+    # The metadata log remembers the controller address, so a changed port means fresh storage.
+    if paths.config.exists() and paths.config.read_text() != wanted:
+        shutil.rmtree(paths.data, ignore_errors=True)
+    paths.config.write_text(wanted)
+    log4j = root / "log4j2.yaml"
+    log4j.write_text(LOG4J2.format(log_file=paths.server_log))
+    if not (paths.data / "meta.properties").exists():
+        shutil.rmtree(paths.data, ignore_errors=True)
+        fmt = subprocess.run(
+            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(paths.config)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if fmt.returncode != 0:
+            raise LabError(f"Formatting Kafka storage failed:\n{fmt.stdout[-2000:]}{fmt.stderr[-2000:]}")
+    heap = os.environ.get("RTM_KAFKA_HEAP", "768m")
+    cmd = [
+        java,
+        f"-Xmx{heap}",
+        "-Xms256m",
+        "-XX:+UseG1GC",
+        f"-Dlog4j2.configurationFile={log4j}",
+        "-Djava.awt.headless=true",
+        "-cp",
+        classpath,
+        "kafka.Kafka",
+        str(paths.config),
+    ]
+    pid = processes.spawn(cmd, paths.stdout_log)
+    bootstrap = f"{ports.HOST}:{port}"
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if not processes.is_alive(pid):
+            raise LabError(
+                f"The Kafka broker exited during start-up. Last lines of {paths.server_log}:\n"
+                f"{processes.tail(paths.server_log)}\n{processes.tail(paths.stdout_log, 10)}"
+            )
+        if answers(bootstrap, timeout_s=2.0):
+            return pid
+        time.sleep(0.3)
+    processes.stop(pid)
+    raise LabError(
+        f"The Kafka broker did not answer on {bootstrap} within {READY_TIMEOUT_S:.0f}s. "
+        f"Last lines of {paths.server_log}:\n{processes.tail(paths.server_log)}"
+    )
+
+
+def _cluster_id() -> str:
+    # Kafka wants a base64 UUID (22 characters); uuid4 bytes encoded the same way is what `random-uuid` prints.
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,0 +1,55 @@
+"""The one SparkSession builder that snippets, tests and benchmarks share.
+
+`local[N]` gives N task slots whatever the core count; real-time mode needs as many slots as the tasks of every
+stage it schedules at once, so N is a setting here, not the number of cores. SPARK_MASTER points at a cluster.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from rtm_lab import jars
+from rtm_lab.java import check_java
+
+DEFAULT_SLOTS = 4
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def master_url(slots: int | None = None) -> str:
+    return os.environ.get("SPARK_MASTER") or f"local[{slots or int(os.environ.get('RTM_LOCAL_SLOTS', DEFAULT_SLOTS))}]"
+
+
+def connector_jars() -> list[Path]:
+    return jars.ensure("spark-kafka-connector", quiet=True)
+
+
+def spark_session(app_name: str = "rtm", slots: int | None = None, conf: dict[str, str] | None = None):
+    """Return a SparkSession with Spark's Kafka connector, quiet logs and the running interpreter for workers.
+
+    A session already running in this process is reused (Spark allows one per JVM); `conf` is then applied to it
+    where Spark allows runtime changes.
+    """
+    check_java()
+    # Workers must run the same interpreter (and venv) as the driver, or pickled functions fail to load.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+    builder = (
+        SparkSession.builder.appName(app_name)
+        .master(master_url(slots))
+        .config("spark.jars", ",".join(str(p) for p in connector_jars()))
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", os.environ.get("RTM_DRIVER_MEMORY", "2g"))
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

@@ -1,0 +1,16 @@
+"""The one place that states what the project is tested with.
+
+`pyproject.toml` pins the Python packages; `jars.lock.json` pins every jar. The constants here are what pages,
+benchmarks and tests read, and `tests/lab/test_versions.py` checks that they agree with what actually runs.
+"""
+
+SPARK_VERSION = "4.3.0"
+SCALA_BINARY_VERSION = "2.13"
+KAFKA_BROKER_VERSION = "4.3.1"
+# Maven Central, as reachable from this project's machines, has no spark-sql-kafka-0-10 4.3.0: the newest published
+# connector is 4.2.0 (and its token-provider module only up to 4.0.0). They load and run RTM on Spark 4.3.0; the
+# tests prove it. Change these when the 4.3.0 connector is published.
+SPARK_KAFKA_CONNECTOR_VERSION = "4.2.0"
+KAFKA_CLIENTS_VERSION = "3.9.2"
+JAVA_MIN_MAJOR = 17
+POSTGRES_DEBIAN_PACKAGE = "postgresql"

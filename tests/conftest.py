@@ -1,0 +1,79 @@
+"""Shared fixtures: the lab (started once per run), the SparkSession, a fresh Kafka topic and Postgres schema per test.
+
+The lab fixture starts only what is not already running, and stops at the end only what it started, so a developer
+who ran `python scripts/lab.py up` keeps their services, and CI (nothing running) gets a clean stop.
+"""
+
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from rtm_lab import lab as lab_module
+from rtm_lab import topics
+from rtm_lab.lab import LabState
+from rtm_lab.spark import spark_session
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[LabState]:
+    state, started = lab_module.up(log=lambda line: print(line))
+    yield state
+    if started:
+        lab_module.down(only=started, log=lambda line: print(line))
+
+
+@pytest.fixture(scope="session")
+def spark(lab):
+    session = spark_session("rtm-tests", slots=4)
+    yield session
+    for query in session.streams.active:
+        query.stop()
+    session.stop()
+
+
+@pytest.fixture
+def kafka_topic(lab) -> Iterator[Callable[..., str]]:
+    """Factory: kafka_topic(partitions=2, configs=None) -> a new, empty topic's name (deleted after the test)."""
+    made: list[str] = []
+
+    def make(partitions: int = 2, configs: dict[str, str] | None = None, prefix: str = "t") -> str:
+        name = topics.create_topic(lab.kafka_bootstrap, topics.unique_name(prefix), partitions, configs)
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        topics.delete_topic(lab.kafka_bootstrap, name)
+
+
+@pytest.fixture
+def pg_schema(lab) -> Iterator[str]:
+    """A fresh Postgres schema, dropped after the test; connect with `lab.postgres_dsn`."""
+    import psycopg2
+    from psycopg2 import sql
+
+    name = f"test_{uuid.uuid4().hex[:10]}"
+    conn = psycopg2.connect(lab.postgres_dsn)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        with conn.cursor() as cur:
+            cur.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+        conn.close()
+
+
+@pytest.fixture
+def checkpoint(tmp_path) -> str:
+    return str(tmp_path / "checkpoint")
+
+
+@pytest.fixture
+def stop_after(request) -> Callable:
+    """Register a streaming query to be stopped when the test ends, whatever happens."""
+    queries = []
+    request.addfinalizer(lambda: [q.stop() for q in queries if q.isActive])
+    return lambda query: queries.append(query) or query

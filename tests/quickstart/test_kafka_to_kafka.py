@@ -1,0 +1,43 @@
+"""The quick-start pipeline: every event arrives transformed, and Spark really ran it in real-time mode."""
+
+import json
+import time
+
+from rtm_lab import plans, topics
+from snippets.quickstart.kafka_to_kafka import start_pipeline
+
+N_EVENTS = 200
+
+
+def wait_for_plan(query, timeout_s: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    plan = plans.executed_plan(query)
+    while "No physical plan" in plan and time.monotonic() < deadline:
+        time.sleep(0.5)
+        plan = plans.executed_plan(query)
+    return plan
+
+
+def test_every_event_arrives_transformed_in_real_time_mode(spark, lab, kafka_topic, checkpoint, stop_after):
+    source, sink = kafka_topic(partitions=2), kafka_topic(partitions=2)
+    events = [{"id": i, "user": f"user{i % 7}", "amount": i + 0.25, "created_ms": 1_000 + i} for i in range(N_EVENTS)]
+    topics.produce_json(lab.kafka_bootstrap, source, events)
+
+    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, source, sink, checkpoint))
+    records = topics.read_all(lab.kafka_bootstrap, sink, expected=N_EVENTS, timeout_s=90)
+
+    assert query.exception() is None
+    out = {json.loads(r.value)["id"]: json.loads(r.value) for r in records}
+    assert len(records) == N_EVENTS
+    assert sorted(out) == list(range(N_EVENTS))
+    for event in events:
+        row = out[event["id"]]
+        assert row["user"] == event["user"].upper()
+        assert row["amount_cents"] == round(event["amount"] * 100)
+        assert row["created_ms"] == event["created_ms"]
+        assert row["source_ts_ms"] > 0
+    assert {r.key for r in records} == {str(i).encode() for i in range(N_EVENTS)}
+
+    plan = wait_for_plan(query)
+    assert plans.REAL_TIME_SCAN in plan, plan
+    assert "MicroBatchScan" not in plan
