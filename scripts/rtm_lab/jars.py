@@ -21,7 +21,7 @@ from rtm_lab.paths import jars_dir
 
 LOCK_FILE = Path(__file__).with_name("jars.lock.json")
 DEFAULT_MAVEN_URL = "https://repo1.maven.org/maven2"
-GROUPS = ("kafka-broker", "spark-kafka-connector")
+GROUPS = ("kafka-broker", "spark-kafka-connector", "postgres-jdbc")
 
 
 @dataclass(frozen=True)
