@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 import uuid
@@ -81,6 +82,9 @@ def answers(bootstrap: str, timeout_s: float = 5.0) -> bool:
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
+    # A refused TCP connection answers at once; the Kafka client would retry it for its whole timeout.
+    if not any(_accepts(server.strip()) for server in bootstrap.split(",")):
+        return False
     try:
         admin = KafkaAdminClient(
             bootstrap_servers=bootstrap,
@@ -96,6 +100,15 @@ def answers(bootstrap: str, timeout_s: float = 5.0) -> bool:
         return False
     finally:
         admin.close()
+
+
+def _accepts(server: str) -> bool:
+    host, _, port = server.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=3):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _classpath() -> str:

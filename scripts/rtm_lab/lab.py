@@ -127,14 +127,25 @@ def _postgres_up(state: LabState, log) -> None:
 
 
 def up(log=print) -> tuple[LabState, set[str]]:
-    """Start what is not running; return the state and the names of services this call started."""
+    """Start what is not running; return the state and the names of services this call started.
+
+    If a service fails to start, whatever this call started is stopped again, so a failed `up` leaves the lab as
+    it found it rather than half-started.
+    """
     state = _load()
     before = {"kafka": _is_running(state.kafka), "postgres": _is_running(state.postgres)}
     try:
         _kafka_up(state, log)
         _postgres_up(state, log)
-    finally:
+    except BaseException:
         _save(state)
+        partial = {name for name, was in before.items() if not was and getattr(state, name).running}
+        partial -= {name for name in partial if getattr(state, name).external}
+        if partial:
+            log(f"start-up failed; stopping what this run started: {', '.join(sorted(partial))}")
+            down(only=partial, log=log)
+        raise
+    _save(state)
     started = {name for name, was in before.items() if not was and not getattr(state, name).external}
     return state, started
 

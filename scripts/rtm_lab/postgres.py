@@ -27,9 +27,16 @@ SERVER_USER_WHEN_ROOT = "postgres"
 READY_TIMEOUT_S = 60.0
 
 
+def _has_server(candidate: Path) -> bool:
+    return all((candidate / tool).exists() for tool in ("initdb", "pg_ctl", "postgres"))
+
+
 def find_bin_dir() -> Path | None:
     explicit = os.environ.get("RTM_PG_BIN")
-    candidates = [Path(explicit)] if explicit else []
+    if explicit:
+        # The user chose a folder: use it or fail, never silently pick another installation.
+        return Path(explicit) if _has_server(Path(explicit)) else None
+    candidates = []
     on_path = shutil.which("initdb")
     if on_path:
         candidates.append(Path(on_path).resolve().parent)
@@ -37,16 +44,20 @@ def find_bin_dir() -> Path | None:
     candidates += [Path(p) for p in versioned]
     candidates += [Path(p) for p in sorted(glob.glob("/opt/homebrew/opt/postgresql*/bin"), reverse=True)]
     candidates += [Path("/usr/local/pgsql/bin")]
-    for candidate in candidates:
-        if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists() and (candidate / "postgres").exists():
-            return candidate
-    return None
+    return next((c for c in candidates if _has_server(c)), None)
 
 
 def install_if_root() -> None:
     """Install Debian's postgresql package when missing and we may; otherwise say exactly what to install."""
     if find_bin_dir():
         return
+    explicit = os.environ.get("RTM_PG_BIN")
+    if explicit:
+        raise LabError(
+            f"RTM_PG_BIN={explicit} does not hold the PostgreSQL server binaries (initdb, pg_ctl, postgres). "
+            f"Point it at the right folder (e.g. /usr/lib/postgresql/15/bin), or unset it to use Debian's "
+            f"`{POSTGRES_DEBIAN_PACKAGE}` package (`sudo apt-get install {POSTGRES_DEBIAN_PACKAGE}`)."
+        )
     if os.geteuid() == 0 and shutil.which("apt-get"):
         print(f"Installing Debian's {POSTGRES_DEBIAN_PACKAGE} package (PostgreSQL server binaries)...", flush=True)
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
