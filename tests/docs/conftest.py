@@ -1,0 +1,47 @@
+"""The built site (one strict build per test run) and the code-block tallies the docs tests report at the end."""
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_COUNTS = pytest.StashKey[Counter]()
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """`mkdocs build --strict` into a temp folder; the build log is in the failure message when it breaks."""
+    site = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"mkdocs build --strict failed:\n{result.stderr[-6000:]}", pytrace=False)
+    return site
+
+
+def example_counts(config: pytest.Config) -> Counter:
+    if EXAMPLE_COUNTS not in config.stash:
+        config.stash[EXAMPLE_COUNTS] = Counter()
+    return config.stash[EXAMPLE_COUNTS]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    counts = config.stash.get(EXAMPLE_COUNTS, None)
+    if not counts:
+        return
+    terminalreporter.write_sep("-", "Python blocks in docs/ and skills/")
+    terminalreporter.write_line(
+        f"{counts['checked']} checked with ruff, {counts['run']} run, {counts['marked']} marked not-run with a reason, "
+        f"{counts['included']} included from snippet files (run by their tests), "
+        f"{counts['skill']} in skills/ (rendered from snippets, linted)"
+    )

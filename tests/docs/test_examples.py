@@ -1,0 +1,101 @@
+"""Every fenced Python block in docs/ and skills/: linted with ruff, then run, or accounted for.
+
+A block is one of:
+- included: its only lines are `--8<--` includes; the snippet must exist and a test must import its module;
+- marked: fence info `python {test="skip" reason="..."}`; it is linted and skipped with its reason;
+- inline: linted and run here, so it must be self-contained;
+- in skills/: rendered from snippet files by scripts/skills.py; linted here (validate checks where it came from).
+"""
+
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+from pytest_examples import CodeExample, EvalExample, find_examples
+from skillgen.markdown import INCLUDE, snippet_text
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = [e for folder in ("docs", "skills") if (ROOT / folder).is_dir() for e in find_examples(ROOT / folder)]
+
+
+def example_id(example: CodeExample) -> str:
+    return f"{example.path.relative_to(ROOT)}:{example.start_line}"
+
+
+def kind(example: CodeExample) -> str:
+    lines = [line for line in example.source.splitlines() if line.strip()]
+    if lines and all(INCLUDE.match(line) for line in lines):
+        return "included"  # in a docs page or a skill template
+    if example.path.relative_to(ROOT).parts[0] == "skills":
+        return "skill"
+    if example.prefix_settings().get("test") == "skip":
+        return "marked"
+    return "inline"
+
+
+@cache
+def all_test_code() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "tests").rglob("test_*.py")))
+
+
+def is_imported_by_a_test(snippet_path: str) -> bool:
+    """Whether a test imports (or runs with -m) the snippet module."""
+    module = snippet_path.removesuffix(".py").replace("/", ".")
+    package, _, name = module.rpartition(".")
+    sources = all_test_code()
+    return module in sources or re.search(rf"from {re.escape(package)} import [^\n]*\b{name}\b", sources) is not None
+
+
+def lint(eval_example: EvalExample, example: CodeExample, extra_ignore: list[str] | None = None) -> None:
+    # The project's own ruff settings (pyproject.toml) apply; long lines are the formatter's business.
+    eval_example.set_config(target_version="py311", ruff_ignore=["E501", *(extra_ignore or [])])
+    eval_example.lint_ruff(example)
+
+
+def test_docs_have_python_blocks():
+    """Guards the collection itself: if find_examples found nothing, every parametrized test would vanish silently."""
+    assert any(kind(e) == "included" for e in EXAMPLES), "no include-only Python block found in docs/"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=example_id)
+def test_python_block(example: CodeExample, eval_example: EvalExample, request):
+    from conftest import example_counts
+
+    counts = example_counts(request.config)
+    where = example_id(example)
+    block_kind = kind(example)
+    if block_kind == "included":
+        for line in example.source.splitlines():
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            spec = match["spec"]
+            assert snippet_text(ROOT, spec, where).strip(), f"{where}: {spec} includes nothing"
+            path = spec.partition(":")[0]
+            assert path.startswith("snippets/") and path.endswith(".py"), (
+                f"{where}: Python blocks include from snippets/*.py, not {path}"
+            )
+            assert is_imported_by_a_test(path), (
+                f"{where}: no test under tests/ imports {path}; add one mirroring the page "
+                "(tests/<area>/test_<page>.py) that runs it and asserts what the page says"
+            )
+        counts["included"] += 1
+        return
+    if block_kind == "skill":
+        lint(eval_example, example)
+        counts["checked"] += 1
+        counts["skill"] += 1
+        return
+    if block_kind == "marked":
+        reason = example.prefix_settings().get("reason", "").strip()
+        assert reason, f'{where}: test="skip" needs reason="..." saying why the block cannot run here'
+        # A not-run fragment may use names defined elsewhere on the page (a `spark` session, a DataFrame).
+        lint(eval_example, example, extra_ignore=["F821"])
+        counts["checked"] += 1
+        counts["marked"] += 1
+        pytest.skip(f"{where}: {reason}")
+    lint(eval_example, example)
+    counts["checked"] += 1
+    eval_example.run(example)
+    counts["run"] += 1
