@@ -4,7 +4,10 @@ Each test works on a small sandbox repository (the real template and quick-start
 so it does not depend on which docs pages exist yet; one test checks the real repository's skill is current.
 """
 
+import contextlib
 import hashlib
+import importlib.util
+import io
 import json
 import shutil
 import subprocess
@@ -70,13 +73,22 @@ def slots_needed(source_partitions: int, shuffle_partitions: int) -> int:
 '''
 
 
+def load_cli():
+    spec = importlib.util.spec_from_file_location("skills_cli", ROOT / "scripts" / "skills.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CLI = load_cli()
+
+
 def skills(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "skills.py"), "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    """Run the CLI in this process (a subprocess per call would triple this file's run time)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = CLI.main(["--root", str(root), *args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -257,6 +269,24 @@ def test_package_refuses_a_stale_skill(sandbox, tmp_path):
 
 
 def test_the_repository_skill_is_current():
-    """What CI holds to: the committed skill matches the committed docs and snippets."""
-    result = skills(ROOT, "validate")
+    """What CI holds to: the committed skill matches the committed docs and snippets (run as CI runs it)."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "skills.py"), "validate"], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
+
+
+def test_missing_results_file_fails_unless_pages_are_pending(sandbox):
+    page = sandbox / "docs" / "reference" / "errors.md"
+    page.write_text(page.read_text() + '\n--8<-- "docs/results/latency.md"\n')
+    result = skills(sandbox, "generate")
+    assert result.returncode == 2 and "docs/results/latency.md does not exist" in result.stderr
+    (sandbox / "mkdocs.yml").write_text("extra:\n  allow_pending: true\n")
+    assert skills(sandbox, "generate").returncode == 0
+    text = (sandbox / "skills" / SKILL / "references" / "errors.md").read_text()
+    assert "*Results not generated yet: `docs/results/latency.md`" in text
+    (sandbox / "docs" / "results").mkdir()
+    (sandbox / "docs" / "results" / "latency.md").write_text("| mode | p50 ms |\n|---|---|\n| realtime | 7 |\n")
+    assert_fails_with_fix(sandbox, "stale: skills/spark-real-time-mode/references/errors.md")
+    assert skills(sandbox, "generate").returncode == 0
+    assert "| realtime | 7 |" in (sandbox / "skills" / SKILL / "references" / "errors.md").read_text()
