@@ -56,3 +56,19 @@ def test_missing_results_file_shows_a_visible_warning_while_pending(tmp_path):
     config["extra"]["allow_pending"] = False
     # Not pending: left to pymdownx.snippets, whose check_paths fails the build.
     assert hooks.on_page_markdown('--8<-- "docs/results/nope.md"\n', Page(), config, None).startswith("--8<--")
+
+
+def test_every_page_has_a_title_and_description():
+    """The convention the skill renderer and search rely on: frontmatter with a title and a one-sentence description."""
+    from skillgen.markdown import RenderError, read_page
+
+    problems = []
+    for path in sorted((ROOT / "docs").rglob("*.md")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[1] == "results":
+            continue
+        try:
+            read_page(ROOT, rel)
+        except RenderError as exc:
+            problems.append(str(exc))
+    assert not problems, "\n".join(problems)
