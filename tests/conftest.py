@@ -54,16 +54,22 @@ def pg_schema(lab) -> Iterator[str]:
     from psycopg2 import sql
 
     name = f"test_{uuid.uuid4().hex[:10]}"
-    conn = psycopg2.connect(lab.postgres_dsn)
-    conn.autocommit = True
-    with conn.cursor() as cur:
-        cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+
+    def run(statement: sql.Composable) -> None:
+        # A connection per statement: a test may restart the server in between (tests/guides fault tests do).
+        conn = psycopg2.connect(lab.postgres_dsn)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement)
+        finally:
+            conn.close()
+
+    run(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
     try:
         yield name
     finally:
-        with conn.cursor() as cur:
-            cur.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
-        conn.close()
+        run(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
 
 
 @pytest.fixture

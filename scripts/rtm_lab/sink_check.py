@@ -1,0 +1,87 @@
+"""What reached the Postgres sink: row and key counts, dead letters by reason, end-to-end latency per row.
+
+Tests, the benchmark and the demo reconcile these against the generator's own counts (`loadgen.EventMix`).
+"""
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import psycopg2
+from psycopg2 import sql
+
+
+@dataclass
+class SinkCounts:
+    rows: int = 0
+    distinct_keys: int = 0
+    dead_letters: int = 0
+    reasons: Counter = field(default_factory=Counter)
+
+    @property
+    def duplicate_keys(self) -> int:
+        return self.rows - self.distinct_keys
+
+
+def counts(dsn: str, schema: str, table: str, dead_letter_table: str | None = "dead_letter") -> SinkCounts:
+    result = SinkCounts()
+    with psycopg2.connect(dsn, connect_timeout=5) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("SELECT count(*), count(DISTINCT id) FROM {}").format(sql.Identifier(schema, table)))
+        result.rows, result.distinct_keys = cur.fetchone()
+        if dead_letter_table:
+            cur.execute(
+                sql.SQL("SELECT reason, count(*) FROM {} GROUP BY reason").format(
+                    sql.Identifier(schema, dead_letter_table)
+                )
+            )
+            result.reasons = Counter(dict(cur.fetchall()))
+            result.dead_letters = sum(result.reasons.values())
+    conn.close()
+    return result
+
+
+def keys(dsn: str, schema: str, table: str) -> dict[int, int]:
+    """Every stored key with its `created_ms`, to check which version of a key won."""
+    with psycopg2.connect(dsn, connect_timeout=5) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("SELECT id, created_ms FROM {}").format(sql.Identifier(schema, table)))
+        found = dict(cur.fetchall())
+    conn.close()
+    return found
+
+
+def wait_for(
+    dsn: str,
+    schema: str,
+    table: str,
+    rows: int,
+    dead_letters: int = 0,
+    timeout_s: float = 90.0,
+    query=None,
+    progress=None,
+) -> SinkCounts:
+    """Poll until the table holds `rows` rows and `dead_letters` dead letters, the timeout passes, or `query`
+    (a StreamingQuery) fails; return the last counts either way."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = counts(dsn, schema, table)
+        if progress:
+            progress(found)
+        done = found.rows >= rows and found.dead_letters >= dead_letters
+        if done or time.monotonic() > deadline or (query is not None and query.exception() is not None):
+            return found
+        time.sleep(0.5)
+
+
+def e2e_latencies_ms(dsn: str, schema: str, table: str, since_created_ms: int = 0) -> list[float]:
+    """Per row: the time it was written in Postgres (clock_timestamp() in the upsert, same host clock as the
+    producer) minus its creation time in the producer."""
+    with psycopg2.connect(dsn, connect_timeout=5) as conn, conn.cursor() as cur:
+        cur.execute(
+            sql.SQL("SELECT extract(epoch FROM written_at) * 1000 - created_ms FROM {} WHERE created_ms >= %s").format(
+                sql.Identifier(schema, table)
+            ),
+            (since_created_ms,),
+        )
+        samples = [float(r[0]) for r in cur.fetchall()]
+    conn.close()
+    return samples

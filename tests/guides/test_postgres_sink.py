@@ -1,0 +1,163 @@
+"""The PostgresSink writer on its own, driven the way Spark drives it (open, process per row, close), against the
+lab's Postgres: the dwell-time flush fires under sustained load and when rows stop, a lost connection costs no
+buffered row, upserts keep the newest version, the password never reaches a log, identifiers can't inject SQL, and
+the connection budget check fails clearly."""
+
+import logging
+import time
+
+import psycopg2
+import pytest
+
+from rtm_lab import sink_check
+from snippets.guides.postgres_sink import (
+    ConnectionBudgetError,
+    PostgresSink,
+    SinkConfig,
+    check_connection_budget,
+    create_tables,
+    redacted,
+    server_connection_limit,
+)
+
+TABLE = "events"
+
+
+def event(key: int, created_ms: int | None = None) -> dict:
+    return {
+        "id": key,
+        "user_name": f"u{key}",
+        "amount": 1.5,
+        "payload": "x",
+        "created_ms": created_ms if created_ms is not None else time.time_ns() // 1_000_000,
+        "dlq_reason": None,
+    }
+
+
+def sink_for(lab, schema: str, **overrides) -> PostgresSink:
+    config = SinkConfig(dsn=lab.postgres_dsn, schema=schema, **{"table": TABLE, **overrides})
+    create_tables(config)
+    return PostgresSink(config)
+
+
+def stored(lab, schema: str) -> int:
+    return sink_check.counts(lab.postgres_dsn, schema, TABLE).rows
+
+
+def test_dwell_flush_fires_under_sustained_load_and_when_rows_stop(lab, pg_schema):
+    dwell_ms = 100
+    sink = sink_for(lab, pg_schema, max_rows=1_000_000, max_dwell_ms=dwell_ms)  # the row limit never triggers
+    sink.open(partition_id=0, epoch_id=0)
+    seen_while_feeding = 0
+    feed_s, key = 1.5, 0
+    began = time.monotonic()
+    while time.monotonic() - began < feed_s:  # a row every millisecond, never a pause as long as the dwell time
+        sink.process(event(key))
+        key += 1
+        if key % 200 == 0:
+            seen_while_feeding = max(seen_while_feeding, stored(lab, pg_schema))
+        time.sleep(0.001)
+    flushes_while_feeding = sink.flushes
+    # Rows stopped: the timer thread alone must write the rest, without process() or close() being called.
+    deadline = time.monotonic() + 30 * dwell_ms / 1000
+    while stored(lab, pg_schema) < key and time.monotonic() < deadline:
+        time.sleep(dwell_ms / 1000 / 4)
+    after_stop = stored(lab, pg_schema)
+    sink.close(None)
+
+    assert 0 < seen_while_feeding < key, "rows must become visible while the feed is still running"
+    expected = feed_s * 1000 / dwell_ms
+    assert flushes_while_feeding >= expected / 3, f"{flushes_while_feeding} flushes in {feed_s}s of {dwell_ms} ms dwell"
+    assert after_stop == key
+
+
+def test_row_limit_flushes_and_simple_mode_commits_every_row(lab, pg_schema):
+    buffered = sink_for(lab, pg_schema, max_rows=50, max_dwell_ms=60_000)
+    buffered.open(0, 0)
+    for key in range(120):
+        buffered.process(event(key))
+    assert stored(lab, pg_schema) == 100  # two full buffers; the last 20 wait for the dwell time or close()
+    buffered.close(None)
+    assert stored(lab, pg_schema) == 120
+
+    simple = sink_for(lab, pg_schema, max_rows=1)
+    simple.open(1, 0)
+    simple.process(event(1000))
+    assert stored(lab, pg_schema) == 121
+    simple.close(None)
+    assert simple.flushes == 1
+
+
+def test_upsert_keeps_the_newest_version_and_replays_are_harmless(lab, pg_schema):
+    sink = sink_for(lab, pg_schema, max_rows=1000, max_dwell_ms=60_000)
+    for _ in range(2):  # the second epoch replays the first, as Spark does after a failure
+        sink.open(0, 0)
+        sink.process(event(7, created_ms=200))
+        sink.process(event(7, created_ms=100))  # a late duplicate in the same buffer
+        sink.process(event(8, created_ms=100))
+        sink.close(None)
+    sink.open(0, 1)
+    sink.process(event(8, created_ms=50))  # an older version in a later flush
+    sink.close(None)
+    assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE) == {7: 200, 8: 100}
+
+
+def test_lost_connection_keeps_buffered_rows(lab, pg_schema, caplog):
+    sink = sink_for(lab, pg_schema, max_rows=1000, max_dwell_ms=60_000, application_name=f"sink-{pg_schema}")
+    sink.open(0, 0)
+    for key in range(300):
+        sink.process(event(key))
+    with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            (sink.config.application_name,),
+        )
+        assert cur.fetchone()[0] == 1
+    conn.close()
+    with caplog.at_level(logging.WARNING, logger="postgres_sink"):
+        sink.close(None)  # the flush meets the dead connection, reconnects and writes the buffer
+    assert stored(lab, pg_schema) == 300
+    assert "retry 1" in caplog.text
+
+
+def test_password_is_never_logged(lab, pg_schema, caplog):
+    secret = "s3cret-never-logged"
+    parts = psycopg2.extensions.parse_dsn(lab.postgres_dsn)
+    parts["password"] = secret
+    dsn = psycopg2.extensions.make_dsn(**parts)
+    sink = PostgresSink(SinkConfig(dsn=dsn, schema=pg_schema, table=TABLE, reconnect_for_s=1.0, connect_timeout_s=2))
+    with caplog.at_level(logging.DEBUG), pytest.raises(psycopg2.OperationalError) as failure:
+        sink.open(0, 0)
+    assert "password authentication failed" in str(failure.value)
+    assert "retry" in caplog.text  # it did log the reconnect attempts
+    assert secret not in caplog.text and secret not in str(failure.value)
+    assert secret not in redacted(dsn) and "password" not in redacted(dsn)
+
+
+def test_identifiers_are_quoted_so_a_table_name_cannot_inject_sql(lab, pg_schema):
+    hostile = 'events"; DROP TABLE dead_letter; --'
+    sink = sink_for(lab, pg_schema, table=hostile, max_rows=1)
+    sink.open(0, 0)
+    sink.process(event(1))
+    sink.close(None)
+    with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (pg_schema,))
+        assert {r[0] for r in cur.fetchall()} == {hostile, "dead_letter"}
+    conn.close()
+
+
+def test_connection_budget_names_every_term_when_exceeded(lab):
+    limit = server_connection_limit(lab.postgres_dsn)
+    with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int"
+        )
+        assert limit <= cur.fetchone()[0]
+    conn.close()
+    assert (
+        check_connection_budget(sink_tasks=8, connections_per_writer=1, app_pool=10, server_limit=limit) == limit - 18
+    )
+    with pytest.raises(ConnectionBudgetError) as exceeded:
+        check_connection_budget(sink_tasks=limit, connections_per_writer=1, app_pool=5, server_limit=limit)
+    message = str(exceeded.value)
+    assert f"needs {limit + 5} Postgres connections" in message and f"allows {limit}" in message
