@@ -1,0 +1,387 @@
+"""Latency benchmark: the same Kafka -> Kafka query in each trigger mode, one after another, from broker timestamps.
+
+`scripts/bench.py latency` runs `run()` here. Spark allows one session per process and each mode needs its own
+settings, so every (rate, mode) pair runs in a child process (`python -m rtm_lab.bench_latency --mode ...`), which
+prints progress lines and writes its result as JSON; the parent relays the lines and gathers the results.
+
+Latency of a record = the sink record's Kafka timestamp minus the source record's, both LogAppendTime (the broker's
+clock), so neither the Python producer nor the Python reader is timed. Events produced in the first `warmup` seconds
+are left out of the percentiles but still counted for delivery.
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+MODES = ("microbatch_500ms", "microbatch_0", "microbatch_async", "realtime")
+TRIGGERS = {
+    "microbatch_500ms": 'processingTime="500 milliseconds"',
+    "microbatch_0": 'processingTime="0 seconds" (no interval)',
+    "microbatch_async": 'processingTime="0 seconds", asyncProgressTrackingEnabled, async log purge',
+    "realtime": 'realTime="{rtm_interval}"',
+}
+LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
+QUICK = {"rates": [1000], "seconds": 6.0, "warmup": 1.0}
+FULL = {"rates": [2000, 1000, 10000], "seconds": 60.0, "warmup": 5.0}
+PARTITIONS = 2
+# Consumer fetch wait for every mode: Spark's Kafka reader waits up to this long for data per poll. Kafka's default
+# (500 ms) is the latency floor of an idle real-time reader; Spark's RTM docs suggest lowering it.
+FETCH_MAX_WAIT_MS = 10
+RTM_INTERVAL = "5 seconds"
+CHILD_TIMEOUT_S = 600
+PRIMING = 10
+
+
+def settings(rtm_interval: str = RTM_INTERVAL, fetch_wait_ms: int = FETCH_MAX_WAIT_MS) -> dict:
+    return {
+        "partitions": PARTITIONS,
+        "spark_master": f"local[{PARTITIONS}]",
+        "rtm_interval": rtm_interval,
+        "kafka_fetch_max_wait_ms": fetch_wait_ms,
+        "producer_linger_ms": 0,
+        "topic_timestamps": "LogAppendTime",
+    }
+
+
+# ---------------------------------------------------------------- child: one mode in its own Spark session
+
+
+def start_query(spark, mode: str, bootstrap: str, source: str, sink: str, checkpoint: str, cfg: dict):
+    from snippets.quickstart.kafka_to_kafka import transform
+
+    raw = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("kafka.fetch.max.wait.ms", str(cfg["kafka_fetch_max_wait_ms"]))
+        .load()
+    )
+    writer = (
+        transform(raw)
+        .writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", sink)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update")
+    )
+    if mode == "microbatch_500ms":
+        writer = writer.trigger(processingTime="500 milliseconds")
+    elif mode == "microbatch_0":
+        writer = writer.trigger(processingTime="0 seconds")
+    elif mode == "microbatch_async":
+        writer = writer.trigger(processingTime="0 seconds").option("asyncProgressTrackingEnabled", "true")
+    elif mode == "realtime":
+        writer = writer.trigger(realTime=cfg["rtm_interval"])
+    else:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    return writer.start()
+
+
+def wait_for_first_batch(query, timeout_s: float = 120.0) -> float:
+    """Block until the first batch has finished (in real-time mode that is one whole batch interval)."""
+    began = time.monotonic()
+    while query.lastProgress is None:
+        if query.exception() is not None:
+            raise RuntimeError(f"the query failed before its first batch: {query.exception()}")
+        if time.monotonic() - began > timeout_s:
+            raise RuntimeError(f"no batch finished within {timeout_s:.0f}s; is the Kafka broker up?")
+        time.sleep(0.1)
+    return time.monotonic() - began
+
+
+def wait_for_priming(query, reader, timeout_s: float = 120.0) -> float:
+    """Block until every priming event reached the sink (in real-time mode, up to one batch interval)."""
+    began = time.monotonic()
+    while sum(1 for i in list(reader.seen_ids) if i < 0) < PRIMING:
+        if query.exception() is not None:
+            raise RuntimeError(f"the query failed before its first batch: {query.exception()}")
+        if time.monotonic() - began > timeout_s:
+            raise RuntimeError(f"priming events did not arrive within {timeout_s:.0f}s; is the Kafka broker up?")
+        time.sleep(0.05)
+    return time.monotonic() - began
+
+
+def quantiles(samples: list[float]) -> list[float]:
+    import numpy as np
+
+    if not samples:
+        return []
+    return [round(float(v), 2) for v in np.percentile(np.asarray(samples, dtype=float), range(101))]
+
+
+def batch_stats(query) -> dict:
+    progress = query.recentProgress
+    durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in progress if p.get("durationMs"))
+    return {
+        "batches": [
+            [p["batchId"], p["timestamp"], p.get("numInputRows", 0), p["durationMs"].get("triggerExecution", 0)]
+            for p in progress[-20:]
+        ],
+        "batches_seen": len(progress),
+        "last_batch_id": progress[-1]["batchId"] if progress else None,
+        "batch_ms_median": durations[len(durations) // 2] if durations else None,
+    }
+
+
+def run_mode(
+    mode: str, bootstrap: str, rate: float, seconds: float, warmup: float, cfg: dict, trace: str | None = None
+) -> dict:
+    from rtm_lab import latency, loadgen, topics
+    from rtm_lab.spark import spark_session
+
+    say = lambda line: print(f"[{mode} @ {rate:.0f}/s] {line}", flush=True)  # noqa: E731
+    source = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-in"), PARTITIONS, LOG_APPEND_TIME)
+    sink = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-out"), PARTITIONS, LOG_APPEND_TIME)
+    conf = {"spark.sql.streaming.asyncLogPurge.enabled": "true"} if mode == "microbatch_async" else {}
+    began = time.monotonic()
+    spark = spark_session(f"bench-latency-{mode}", slots=PARTITIONS, conf=conf)
+    say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
+    query = None
+    try:
+        # Priming events (negative ids) go in before the query starts: the first rows a new query sees pay for
+        # class loading, code generation and the sink producer's connection; measurement starts once they are out.
+        topics.produce_json(bootstrap, source, [{**loadgen.make_event(0), "id": -1 - i} for i in range(PRIMING)])
+        query = start_query(spark, mode, bootstrap, source, sink, tempfile.mkdtemp(prefix="bench-lat-ckpt-"), cfg)
+        reader = latency.SinkLatencyReader(bootstrap, sink).start()
+        first = wait_for_priming(query, reader)
+        say(f"priming events delivered after {first:.1f}s; producing {rate:.0f} events/s for {seconds:.0f}s")
+        holder: dict = {}
+        producer = threading.Thread(
+            target=lambda: holder.update(stats=loadgen.produce_at_rate(bootstrap, source, rate, seconds)),
+            daemon=True,
+        )
+        producer.start()
+        t0 = time.monotonic()
+        while producer.is_alive():
+            producer.join(timeout=2)
+            recent = [ms for event_id, ms in reader.samples[-int(rate * 2) :] if event_id >= 0]
+            say(
+                f"t={time.monotonic() - t0:4.1f}s delivered={len(reader.seen_ids) - PRIMING:>7} "
+                f"last 2 s: {latency.format_summary(latency.summarize(recent))}"
+            )
+        stats = holder["stats"]
+        drain_deadline = time.monotonic() + max(30.0, seconds)
+        delivered = lambda: len(reader.seen_ids) - PRIMING  # noqa: E731
+        while delivered() < stats.sent and time.monotonic() < drain_deadline:
+            if query.exception() is not None:
+                break
+            time.sleep(0.2)
+        reader.stop()
+        if query.exception() is not None:
+            raise RuntimeError(f"the query failed: {query.exception()}")
+        warmup_ids = int(rate * warmup)
+        measured = [(event_id, ms) for event_id, ms in reader.samples if event_id >= 0]
+        steady = [ms for event_id, ms in measured if event_id >= warmup_ids]
+        result = latency.summarize(steady)
+        result.update(
+            missing=stats.sent - delivered(),
+            sent=stats.sent,
+            delivered=delivered(),
+            duplicates=reader.duplicates,
+            warmup_excluded=len(measured) - len(steady),
+            achieved_rate=round(stats.achieved_rate, 1),
+            producer_behind_max_s=round(stats.behind_s, 3),
+            first_batch_s=round(first, 2),
+            async_log_purge=spark.conf.get("spark.sql.streaming.asyncLogPurge.enabled"),
+            quantiles_ms=quantiles(steady),
+            **batch_stats(query),
+        )
+        if trace:
+            Path(trace).write_text("".join(f"{event_id},{ms}\n" for event_id, ms in measured))
+        say(f"done: {latency.format_summary(result)}  missing={result['missing']}")
+        return result
+    finally:
+        if query is not None and query.isActive:
+            query.stop()
+        spark.stop()
+        for name in (source, sink):
+            topics.delete_topic(bootstrap, name)
+
+
+def child_main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m rtm_lab.bench_latency",
+        description="Run one mode of the latency benchmark in this process and write its result as JSON "
+        "(normally started by `scripts/bench.py latency`).",
+    )
+    parser.add_argument("--mode", choices=MODES, required=True)
+    parser.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
+    parser.add_argument("--rate", type=float, required=True, help="events per second")
+    parser.add_argument("--seconds", type=float, required=True, help="how long to produce")
+    parser.add_argument("--warmup", type=float, required=True, help="seconds of events left out of percentiles")
+    parser.add_argument("--rtm-interval", default=RTM_INTERVAL, help=f"real-time batch duration ({RTM_INTERVAL})")
+    parser.add_argument("--fetch-wait-ms", type=int, default=FETCH_MAX_WAIT_MS, help="kafka.fetch.max.wait.ms")
+    parser.add_argument("--out", required=True, help="where to write the result JSON")
+    parser.add_argument("--trace", help="also write every delivered record as 'event id,latency ms' lines here")
+    args = parser.parse_args(argv)
+    cfg = settings(args.rtm_interval, args.fetch_wait_ms)
+    result = run_mode(args.mode, args.bootstrap, args.rate, args.seconds, args.warmup, cfg, args.trace)
+    Path(args.out).write_text(json.dumps(result))
+    return 0
+
+
+# ---------------------------------------------------------------- parent: every rate x mode, then the files
+
+
+def run_child(mode: str, bootstrap: str, rate: float, seconds: float, warmup: float, cfg: dict, trace_dir) -> dict:
+    with tempfile.TemporaryDirectory(prefix="bench-lat-") as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [
+            sys.executable,
+            "-m",
+            "rtm_lab.bench_latency",
+            *("--mode", mode, "--bootstrap", bootstrap, "--rate", str(rate), "--seconds", str(seconds)),
+            *("--warmup", str(warmup), "--rtm-interval", cfg["rtm_interval"]),
+            *("--fetch-wait-ms", str(cfg["kafka_fetch_max_wait_ms"]), "--out", str(out)),
+        ]
+        if trace_dir:
+            cmd += ["--trace", str(Path(trace_dir) / f"{mode}-{rate:.0f}.csv")]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        tail: list[str] = []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip()
+            if line.startswith("["):
+                print(f"  {line}", flush=True)
+            else:
+                tail = [*tail[-30:], line]  # Spark/py4j noise: shown only if the child fails
+        code = proc.wait(timeout=CHILD_TIMEOUT_S)
+        if code != 0 or not out.exists():
+            detail = "\n".join(tail[-15:])
+            raise RuntimeError(f"mode {mode} at {rate:.0f}/s failed (exit {code}):\n{detail}")
+        return json.loads(out.read_text())
+
+
+def run(
+    bootstrap: str,
+    rates: list[float],
+    seconds: float,
+    warmup: float,
+    command: str,
+    modes: tuple[str, ...] = MODES,
+    cfg: dict | None = None,
+    trace_dir: str | None = None,
+) -> dict:
+    from rtm_lab import machine
+
+    cfg = cfg or settings()
+    began = time.monotonic()
+    runs = []
+    total, done = len(rates) * len(modes), 0
+    for rate in rates:
+        results = {}
+        for mode in modes:
+            done += 1
+            print(f"({done}/{total}) {mode} at {rate:.0f} events/s for {seconds:.0f}s ...", flush=True)
+            results[mode] = run_child(mode, bootstrap, rate, seconds, warmup, cfg, trace_dir)
+        runs.append({"rate": rate, "modes": results})
+    return {
+        "benchmark": "latency",
+        "rate": runs[0]["rate"],
+        "modes": runs[0]["modes"],
+        "runs": runs,
+        "seconds": seconds,
+        "warmup_s": warmup,
+        "triggers": {m: TRIGGERS[m].format(rtm_interval=cfg["rtm_interval"]) for m in modes},
+        "settings": cfg,
+        "versions": machine.pinned_versions(),
+        "machine": machine.describe(),
+        "command": command,
+        "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "elapsed_s": round(time.monotonic() - began, 1),
+    }
+
+
+# ---------------------------------------------------------------- the `scripts/bench.py latency` command
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a short run for tests: {QUICK['rates'][0]} events/s, {QUICK['seconds']:.0f} s per mode (under 2 minutes)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        action="append",
+        help="events per second; repeat for several rates (default: 2000, 1000 and 10000; the first is the headline)",
+    )
+    parser.add_argument("--seconds", type=float, help="seconds of production per mode (default 60; --quick 6)")
+    parser.add_argument("--warmup", type=float, help="seconds of events left out of percentiles (default 5; --quick 1)")
+    parser.add_argument(
+        "--mode", action="append", choices=MODES, help="run only these modes (repeatable; default: all four)"
+    )
+    parser.add_argument(
+        "--rtm-interval", default=RTM_INTERVAL, help=f"real-time batch duration (default {RTM_INTERVAL})"
+    )
+    parser.add_argument(
+        "--fetch-wait-ms",
+        type=int,
+        default=FETCH_MAX_WAIT_MS,
+        help=f"kafka.fetch.max.wait.ms for the source, every mode (default {FETCH_MAX_WAIT_MS})",
+    )
+    parser.add_argument(
+        "--json", required=True, type=Path, help="where to write the result JSON (a .md goes beside it)"
+    )
+    parser.add_argument("--plot", type=Path, help="also write a latency CDF plot (PNG) here")
+    parser.add_argument("--trace-dir", help="also write every record's latency per mode (CSV) into this folder")
+
+
+def main(args: argparse.Namespace, command: str) -> int:
+    from rtm_lab import lab, latency_report
+    from rtm_lab.errors import LabError
+
+    preset = QUICK if args.quick else FULL
+    rates = args.rate or preset["rates"]
+    seconds = args.seconds if args.seconds is not None else preset["seconds"]
+    warmup = args.warmup if args.warmup is not None else preset["warmup"]
+    if any(r <= 0 for r in rates) or seconds <= 0 or not 0 <= warmup < seconds:
+        print("error: rates and --seconds must be positive and --warmup in [0, seconds)", file=sys.stderr)
+        return 2
+    if args.trace_dir:
+        Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        state, started = lab.up(log=lambda line: print(line, flush=True))
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = run(
+            state.kafka_bootstrap,
+            rates,
+            seconds,
+            warmup,
+            command,
+            tuple(args.mode or MODES),
+            settings(args.rtm_interval, args.fetch_wait_ms),
+            args.trace_dir,
+        )
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if started:
+            lab.down(only=started, log=lambda line: print(line, flush=True))
+    md = latency_report.write(result, args.json, args.plot)
+    print(latency_report.markdown(result))
+    print(f"wrote {args.json}, {md}" + (f", {args.plot}" if args.plot else ""))
+    incomplete = [
+        f"{m} @ {run_['rate']:.0f}/s" for run_ in result["runs"] for m, r in run_["modes"].items() if r.get("missing")
+    ]
+    if incomplete:
+        print(f"warning: records missing in {', '.join(incomplete)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(child_main())
