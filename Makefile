@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 .PHONY: help setup demo test lint format lab-up lab-down lab-status clean
 
 help:
-	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Kafka)"
+	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, ~30 s)"
 	@echo "make test    set up everything, then lint and run the whole test suite"
 	@echo "make setup   venv, pinned packages, Java check, PostgreSQL binaries, jars"
 	@echo "make lab-up / lab-down / lab-status   the local Kafka + PostgreSQL services"

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
-"""The main demo: a steady stream through Kafka -> Spark real-time mode -> Kafka on the local lab, with live
-progress and end-to-end latency percentiles measured from Kafka broker timestamps (LogAppendTime topics).
+"""The main demo on the local lab, with live progress. Two pipelines:
+
+  postgres (default)  generated events -> Kafka -> Spark real-time mode -> dropDuplicates -> foreach -> Postgres;
+                      prints rows/s, end-to-end latency (event creation -> row written), duplicates removed,
+                      dead-lettered records and the row count in Postgres (the table is kept: the schema is printed).
+  kafka               Kafka -> real-time mode -> Kafka, latency from broker timestamps (LogAppendTime topics).
 
 Starts the lab if it is not running (and stops it again at the end if it started it).
 """
@@ -11,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from rtm_lab import lab, latency, loadgen, plans, topics
+from rtm_lab import bench_sink, lab, latency, loadgen, plans, topics
 from rtm_lab.errors import LabError
 from rtm_lab.spark import spark_session
 from snippets.quickstart.kafka_to_kafka import start_pipeline
@@ -20,10 +24,17 @@ LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="demo.py", description=__doc__)
-    parser.add_argument("--rate", type=float, default=500, help="events per second (default 500)")
-    parser.add_argument("--seconds", type=float, default=20, help="how long to produce (default 20)")
+    parser = argparse.ArgumentParser(
+        prog="demo.py",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--pipeline", choices=("postgres", "kafka"), default="postgres", help="which demo to run")
+    parser.add_argument("--rate", type=float, help="events per second (default 2000 postgres, 500 kafka)")
+    parser.add_argument("--seconds", type=float, help="how long to produce (default 30 postgres, 20 kafka)")
     parser.add_argument("--partitions", type=int, default=2, help="partitions of each topic (default 2)")
+    parser.add_argument("--no-dedup", action="store_true", help="postgres: skip dropDuplicates (upserts fold keys)")
     parser.add_argument(
         "--warmup",
         type=float,
@@ -31,9 +42,44 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds of events counted as warm-up (default 6: just over one 5 s real-time batch)",
     )
     args = parser.parse_args(argv)
+    postgres = args.pipeline == "postgres"
+    args.rate = args.rate if args.rate is not None else (2000 if postgres else 500)
+    args.seconds = args.seconds if args.seconds is not None else (30 if postgres else 20)
     if args.rate <= 0 or args.seconds <= 0 or args.partitions < 1:
         parser.error("--rate and --seconds must be positive and --partitions at least 1")
     return args
+
+
+def postgres_demo(state, args, say) -> int:
+    scenario = bench_sink.Scenario(
+        rate=args.rate,
+        seconds=args.seconds,
+        dedup=not args.no_dedup,
+        partitions=args.partitions,
+        warmup_s=args.warmup,
+    )
+    slots = bench_sink.slots_for(scenario.partitions, scenario.dedup)
+    say(f"spark     starting local[{slots}] ({scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
+    spark = spark_session(
+        "rtm-demo-postgres", slots=slots, conf={"spark.sql.shuffle.partitions": str(scenario.partitions)}
+    )
+    say(f"query     Kafka -> real-time mode -> Postgres; producing {args.rate:.0f} events/s for {args.seconds:.0f}s")
+    run = bench_sink.run_scenario(spark, state, scenario, say, keep_tables=True)
+    say("")
+    say(f"produced        {run['produced']} events at {run['produced_rate']:.0f}/s (asked {args.rate:.0f}/s)")
+    say(f"written         {run['rows_per_s']} rows/s (first to last write)")
+    say(
+        f"end-to-end      p50 {run['e2e_p50_ms']} ms  p95 {run['e2e_p95_ms']} ms  p99 {run['e2e_p99_ms']} ms "
+        f"(event created -> row written, after the first {args.warmup:.0f}s)"
+    )
+    removed = run["dropped_by_spark"] if scenario.dedup else run["deduplicated"]
+    say(f"duplicates      {removed} removed ({'dropDuplicates' if scenario.dedup else 'folded by the upsert'})")
+    say(f"dead-lettered   {run['dead_lettered']} (in {run['schema']}.dead_letter, with the raw value and reason)")
+    say(
+        f"rows in Postgres {run['written']} in {run['schema']}.events; lost {run['lost']}, duplicate keys "
+        f"{run['duplicate_keys']}"
+    )
+    return 0 if run["lost"] == 0 and run["duplicate_keys"] == 0 else 1
 
 
 def wait_until_running(query, timeout_s: float = 90.0) -> None:
@@ -54,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
+        if args.pipeline == "postgres":
+            return postgres_demo(state, args, say)
         bootstrap = state.kafka_bootstrap
         source = topics.create_topic(bootstrap, topics.unique_name("demo-in"), args.partitions, LOG_APPEND_TIME)
         sink = topics.create_topic(bootstrap, topics.unique_name("demo-out"), args.partitions, LOG_APPEND_TIME)

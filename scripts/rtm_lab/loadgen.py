@@ -65,6 +65,7 @@ class EventMix:
     payload_bytes: int = 100
     oversized_bytes: int = 64 * 1024
     seed: int = 42
+    first_key: int = 0  # where new keys start, so two streams into one table can't share keys
     keys: set[int] = field(default_factory=set)
     counts: Counter = field(default_factory=Counter)
     _next_key: int = 0
@@ -72,6 +73,7 @@ class EventMix:
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
+        self._next_key = self.first_key
         # Fixed filler so the size is exact and JSON-safe; varying it would only cost generator time.
         self._payload = "x" * max(0, self.payload_bytes)
 

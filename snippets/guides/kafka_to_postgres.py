@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 # --8<-- [start:parse]
+from py4j.java_gateway import JavaObject
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
@@ -98,6 +99,10 @@ def start_pipeline(
     if dedup:
         # Stateful; real-time mode accepts it from Spark 4.3. Without a watermark the state keeps every key seen.
         events = events.dropDuplicates(["dedup_key"])
+    if isinstance(writer, JavaObject):  # a JVM ForeachWriter: see postgres_jvm_writer.py
+        from snippets.guides.postgres_jvm_writer import start_with_jvm_writer
+
+        return start_with_jvm_writer(events, writer, checkpoint, real_time)
     return (
         events.writeStream.foreach(writer)
         .option("checkpointLocation", checkpoint)

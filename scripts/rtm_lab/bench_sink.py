@@ -1,0 +1,338 @@
+"""Sink benchmark: generator -> Kafka -> real-time mode -> foreach -> Postgres, reconciled row by row.
+
+`scripts/bench.py sink` runs `main()` here; `scripts/demo.py` runs one scenario with `run_scenario()`. For each
+scenario the query starts on an empty topic, the generator then produces at the asked rate, and once it stops the
+run waits for every key to reach Postgres. It reports:
+
+- produced, written (distinct keys in the table), deduplicated (valid records whose key was already sent: dropped
+  by dropDuplicates, or folded by the upsert), dead_lettered; lost = keys sent but not in the table;
+  duplicate_keys = rows sharing a key (must be 0).
+- rows_per_s: rows written per second between the first and the last write; drain_s: how long after the
+  generator stopped the last row landed (a sink that keeps up drains within about one flush).
+- e2e_p50/p95/p99_ms: per row, the time Postgres wrote it (clock_timestamp() in the upsert) minus the time the
+  generator created it, both on this machine's clock; rows created in the warm-up are left out.
+"""
+
+import argparse
+import datetime as dt
+import json
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psycopg2
+from psycopg2 import sql
+
+from rtm_lab import lab, latency, loadgen, machine, sink_check, topics
+from rtm_lab.errors import LabError
+
+TABLE = "events"
+
+
+@dataclass
+class Scenario:
+    rate: float
+    seconds: float
+    dedup: bool = False
+    partitions: int = 2
+    max_rows: int = 1000
+    dwell_ms: int = 50
+    duplicate_pct: float = 5.0
+    bad_pct: float = 0.5
+    payload_bytes: int = 100
+    warmup_s: float = 5.0
+    linger_ms: float = 1.0
+    writer: str = "python"  # or "jvm": snippets/jvm/rtmlab/PostgresUpsertWriter.java
+
+    @property
+    def name(self) -> str:
+        return f"{self.writer} {'dedup' if self.dedup else 'direct'} {self.rate:.0f}/s"
+
+
+WRITERS = {
+    "python": "Python foreach (PostgresSink, execute_values upsert)",
+    "jvm": "JVM ForeachWriter (PostgresUpsertWriter, JDBC batch upsert)",
+}
+QUICK = [Scenario(rate=1000, seconds=10, warmup_s=3), Scenario(rate=1000, seconds=10, warmup_s=3, writer="jvm")]
+# Latency against rate for both writers, then throughput: direct and with dropDuplicates.
+FULL = [
+    *(Scenario(rate=rate, seconds=60, writer=writer) for writer in WRITERS for rate in (100, 1000, 5000)),
+    *(Scenario(rate=20000, seconds=60, writer=writer, dedup=dedup) for writer in WRITERS for dedup in (False, True)),
+]
+
+
+def slots_for(partitions: int, dedup: bool) -> int:
+    """Real-time mode runs every stage at once: source tasks, plus shuffle tasks when dropDuplicates adds a stage."""
+    return partitions * 2 if dedup else partitions
+
+
+def _create_schema(dsn: str) -> str:
+    name = f"bench_{uuid.uuid4().hex[:8]}"
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    conn.close()
+    return name
+
+
+def _drop_schema(dsn: str, name: str) -> None:
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+    conn.close()
+
+
+def _wait_for_first_batch(query, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while query.lastProgress is None:
+        if query.exception() is not None or time.monotonic() > deadline:
+            raise LabError(f"The query did not start: {query.exception()}")
+        time.sleep(0.2)
+
+
+def _dropped_by_spark(query) -> int:
+    return sum(
+        op.get("customMetrics", {}).get("numDroppedDuplicateRows", 0)
+        for progress in query.recentProgress
+        for op in progress.get("stateOperators", [])
+    )
+
+
+def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool = False) -> dict:
+    from snippets.guides.kafka_to_postgres import start_pipeline
+    from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
+    from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
+
+    dsn, bootstrap = state.postgres_dsn, state.kafka_bootstrap
+    schema = _create_schema(dsn)
+    topic = topics.create_topic(bootstrap, topics.unique_name("sink-bench"), scenario.partitions)
+    config = SinkConfig(dsn=dsn, schema=schema, table=TABLE, max_rows=scenario.max_rows, max_dwell_ms=scenario.dwell_ms)
+    create_tables(config)
+    query = None
+    try:
+        writer = jvm_postgres_writer(spark, config) if scenario.writer == "jvm" else PostgresSink(config)
+        query = start_pipeline(
+            spark, bootstrap, topic, writer, tempfile.mkdtemp(prefix="rtm-sink-bench-"), scenario.dedup
+        )
+        _wait_for_first_batch(query)
+        events = loadgen.EventMix(
+            duplicate_pct=scenario.duplicate_pct, bad_pct=scenario.bad_pct, payload_bytes=scenario.payload_bytes
+        )
+        result: dict = {}
+        began_ms = time.time_ns() // 1_000_000
+        producer = threading.Thread(
+            target=lambda: result.update(
+                stats=loadgen.produce_at_rate(
+                    bootstrap, topic, scenario.rate, scenario.seconds, event=events, linger_ms=scenario.linger_ms
+                )
+            ),
+            daemon=True,
+        )
+        producer.start()
+        started = time.monotonic()
+        max_lag = 0
+        while producer.is_alive():
+            producer.join(timeout=2)
+            found = sink_check.counts(dsn, schema, TABLE)
+            landed = found.rows + found.dead_letters
+            sent = events.counts.total()
+            lag = max(0, len(events.keys) + events.bad - landed)
+            max_lag = max(max_lag, lag)
+            say(
+                f"  {scenario.name:>14}  t={time.monotonic() - started:5.1f}s  produced {sent:>8}  "
+                f"in Postgres {found.rows:>8}  dead letters {found.dead_letters:>5}  behind {lag:>7}"
+            )
+        if "stats" not in result:
+            raise LabError("The generator failed; see the error above.")
+        stats = result["stats"]
+        stopped_at = time.time()
+        found = sink_check.wait_for(
+            dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=max(60.0, scenario.seconds), query=query
+        )
+        if query.exception() is not None:
+            raise LabError(f"The query failed: {query.exception()}")
+        if scenario.dedup:
+            # Spark reports dropped rows when a real-time batch ends; the last one ends within one batch interval.
+            deadline = time.monotonic() + 15
+            while _dropped_by_spark(query) < events.duplicates and time.monotonic() < deadline:
+                time.sleep(0.5)
+        samples = sink_check.e2e_latencies_ms(
+            dsn, schema, TABLE, since_created_ms=began_ms + int(scenario.warmup_s * 1000)
+        )
+        with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+            cur.execute(
+                sql.SQL(
+                    "SELECT extract(epoch FROM max(written_at) - min(written_at)), "
+                    "extract(epoch FROM max(written_at)) FROM {}"
+                ).format(sql.Identifier(schema, TABLE))
+            )
+            span_s, last_epoch = cur.fetchone()
+        conn.close()
+        drain_s = max(0.0, float(last_epoch or 0) - stopped_at)
+        lost = len(events.keys - set(sink_check.keys(dsn, schema, TABLE)))
+        summary = latency.summarize(samples)
+        run = {
+            "scenario": asdict(scenario),
+            "name": scenario.name,
+            "writer": WRITERS[scenario.writer],
+            "produced": stats.sent,
+            "asked_rate": scenario.rate,
+            "produced_rate": round(stats.achieved_rate, 1),
+            "generator_reached_rate": stats.reached(scenario.rate),
+            "written": found.distinct_keys,
+            "deduplicated": events.duplicates,
+            "dropped_by_spark": _dropped_by_spark(query) if scenario.dedup else None,
+            "dead_lettered": found.dead_letters,
+            "lost": lost,
+            "duplicate_keys": found.duplicate_keys,
+            "reconciles": stats.sent == found.distinct_keys + events.duplicates + found.dead_letters and lost == 0,
+            "rows_per_s": round(found.rows / float(span_s), 1) if span_s else None,
+            "max_behind_rows": max_lag,
+            "drain_s": round(drain_s, 2),
+            "e2e_samples": summary.get("n", 0),
+            "e2e_p50_ms": summary.get("p50_ms"),
+            "e2e_p95_ms": summary.get("p95_ms"),
+            "e2e_p99_ms": summary.get("p99_ms"),
+            "e2e_max_ms": summary.get("max_ms"),
+        }
+        if keep_tables:
+            run["schema"] = schema
+        return run
+    finally:
+        if query is not None:
+            query.stop()
+        topics.delete_topic(bootstrap, topic)
+        if not keep_tables:
+            _drop_schema(dsn, schema)
+
+
+MD_COLUMNS = [
+    ("name", "run"),
+    ("produced_rate", "produced rows/s"),
+    ("rows_per_s", "written rows/s"),
+    ("e2e_p50_ms", "E2E p50 ms"),
+    ("e2e_p95_ms", "E2E p95 ms"),
+    ("e2e_p99_ms", "E2E p99 ms"),
+    ("drain_s", "drain s"),
+    ("produced", "produced"),
+    ("written", "written"),
+    ("deduplicated", "deduplicated"),
+    ("dead_lettered", "dead-lettered"),
+    ("lost", "lost"),
+    ("duplicate_keys", "duplicate keys"),
+]
+
+
+def markdown(result: dict) -> str:
+    m = result["machine"]
+    lines = [
+        "<!-- generated by scripts/bench.py sink; do not edit -->",
+        "| " + " | ".join(title for _, title in MD_COLUMNS) + " |",
+        "|" + "---|" * len(MD_COLUMNS),
+    ]
+    for run in result["runs"]:
+        cells = []
+        for key, _ in MD_COLUMNS:
+            value = run.get(key)
+            cells.append(
+                f"{value:,.1f}" if isinstance(value, float) else f"{value:,}" if isinstance(value, int) else str(value)
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Measured {result['timestamp']} with `{result['command']}` on {m['cores']} cores, {m['memory_gib']} GiB, "
+        f"{m['cpu_model']}, {m['os']}; Spark {result['versions']['spark']}, Postgres {result['postgres_version']}, "
+        f"sink flush at {result['runs'][0]['scenario']['max_rows']} rows or {result['runs'][0]['scenario']['dwell_ms']} ms; "
+        "`local[N]` with N = Kafka partitions (x2 with dedup). Writers: "
+        + "; ".join(f"{k} = {v}" for k, v in WRITERS.items())
+        + ".",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="one short run (1,000 rows/s for 10 s)")
+    parser.add_argument("--rate", type=float, help="run one scenario at this many rows/s instead of the full set")
+    parser.add_argument("--dedup", action="store_true", help="with --rate: add dropDuplicates on the key")
+    parser.add_argument("--writer", choices=tuple(WRITERS), default="python", help="with --rate: which writer")
+    parser.add_argument("--seconds", type=float, help="production time per scenario (default 60, quick 10)")
+    parser.add_argument("--partitions", type=int, default=2, help="Kafka partitions = sink tasks (default 2)")
+    parser.add_argument("--max-rows", type=int, default=1000, help="sink flush at this many rows (1 = simple mode)")
+    parser.add_argument("--dwell-ms", type=int, default=50, help="sink flush when a row waited this long (default 50)")
+    parser.add_argument("--json", required=True, type=Path, help="result file; a Markdown table is written beside it")
+
+
+def scenarios(args: argparse.Namespace) -> list[Scenario]:
+    if args.rate is not None:
+        chosen = [Scenario(rate=args.rate, seconds=60, dedup=args.dedup, writer=args.writer)]
+    elif args.dedup:
+        raise LabError("--dedup needs --rate (the full set already includes a dedup run)")
+    else:
+        chosen = [Scenario(**asdict(s)) for s in (QUICK if args.quick else FULL)]
+    for s in chosen:
+        s.partitions, s.max_rows, s.dwell_ms = args.partitions, args.max_rows, args.dwell_ms
+        if args.seconds is not None:
+            s.seconds = args.seconds
+        elif args.quick:
+            s.seconds, s.warmup_s = 10, 3
+    return chosen
+
+
+def _postgres_version(dsn: str) -> str:
+    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
+        cur.execute("SHOW server_version")
+        version = cur.fetchone()[0]
+    conn.close()
+    return version
+
+
+def main(args: argparse.Namespace, command: str) -> int:
+    from rtm_lab.spark import spark_session
+
+    say = lambda line: print(line, flush=True)  # noqa: E731
+    try:
+        chosen = scenarios(args)
+        state, started = lab.up(log=say)
+    except LabError as exc:
+        print(f"error: {exc}", flush=True)
+        return 2
+    try:
+        slots = max(slots_for(s.partitions, s.dedup) for s in chosen)
+        say(f"spark     local[{slots}], {len(chosen)} scenario(s)")
+        conf = {"spark.sql.shuffle.partitions": str(args.partitions)}
+        if any(s.writer == "jvm" for s in chosen):
+            from snippets.guides.postgres_jvm_writer import session_jars
+
+            conf["spark.jars"] = session_jars()  # before the session starts: Spark reads it once
+        spark = spark_session("rtm-bench-sink", slots=slots, conf=conf)
+        runs = []
+        for scenario in chosen:
+            say(f"run       {scenario.name} for {scenario.seconds:.0f}s ({scenario.partitions} partitions)")
+            runs.append(run_scenario(spark, state, scenario, say))
+            r = runs[-1]
+            say(
+                f"result    {r['name']}: {r['rows_per_s']} rows/s written, E2E p50 {r['e2e_p50_ms']} ms "
+                f"p95 {r['e2e_p95_ms']} ms p99 {r['e2e_p99_ms']} ms, lost {r['lost']}, duplicate keys "
+                f"{r['duplicate_keys']}"
+            )
+        result = {
+            "benchmark": "sink",
+            "command": command,
+            "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "machine": machine.describe(),
+            "versions": machine.pinned_versions(),
+            "postgres_version": _postgres_version(state.postgres_dsn),
+            "runs": runs,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        args.json.with_suffix(".md").write_text(markdown(result))
+        say(f"wrote     {args.json} and {args.json.with_suffix('.md')}")
+        return 0 if all(r["lost"] == 0 and r["duplicate_keys"] == 0 for r in runs) else 1
+    except LabError as exc:
+        print(f"error: {exc}", flush=True)
+        return 2
+    finally:
+        if started:
+            lab.down(only=started, log=say)
