@@ -8,6 +8,7 @@ A block is one of:
 """
 
 import re
+import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -47,6 +48,48 @@ def is_imported_by_a_test(snippet_path: str) -> bool:
     return module in sources or re.search(rf"from {re.escape(package)} import [^\n]*\b{name}\b", sources) is not None
 
 
+FRAGMENT_IGNORES = ["F821", "F401", "F811", "E402", "I001", "RUF100"]
+SKILL_FILES = sorted(p for p in (ROOT / "skills").rglob("*.md") if "_templates" not in p.parts)
+
+
+def python_blocks(markdown: str) -> list[str]:
+    return [m[1] for m in re.finditer(r"^```python[^\n]*\n(.*?)^```", markdown, flags=re.M | re.S)]
+
+
+@pytest.mark.parametrize("path", SKILL_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_skill_file_code_defines_every_name_it_uses(path):
+    """An assistant copies a reference's blocks in order: together they must import or define every name they use.
+
+    Blocks marked not-run are left out: they are fragments of Databricks-only or otherwise unrunnable code. Private
+    helpers (names starting with an underscore) may be left out of a page on purpose.
+    """
+    from ruff.__main__ import find_ruff_bin
+
+    text = path.read_text(encoding="utf-8")
+    runnable = [
+        block
+        for block, head in zip(
+            python_blocks(text), re.findall(r"(?:^(.*)\n\n?)?^```python", text, flags=re.M), strict=True
+        )
+        if "Not run by the tests" not in head
+    ]
+    if not runnable:
+        return
+    result = subprocess.run(
+        [find_ruff_bin(), "check", "--isolated", "--select", "F821", "--output-format", "concise", "-"],
+        input="\n\n".join(runnable),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    # A private helper (leading underscore) may stay out of the page on purpose; a missing import never should.
+    missing = [line for line in result.stdout.splitlines() if "F821" in line and "`_" not in line]
+    assert not missing, (
+        f"{path.relative_to(ROOT)}: names used but never imported or defined in its code blocks (move the imports "
+        "inside the snippet section the page includes):\n" + "\n".join(missing)
+    )
+
+
 def lint(eval_example: EvalExample, example: CodeExample, extra_ignore: list[str] | None = None) -> None:
     # The project's own ruff settings (pyproject.toml) apply; long lines are the formatter's business.
     eval_example.set_config(target_version="py311", ruff_ignore=["E501", *(extra_ignore or [])])
@@ -83,7 +126,9 @@ def test_python_block(example: CodeExample, eval_example: EvalExample, request):
         counts["included"] += 1
         return
     if block_kind == "skill":
-        lint(eval_example, example)
+        # A snippet section is a fragment of a linted file: its imports may serve other sections, and it may use
+        # names from earlier blocks. Whether the file's blocks together define every name is checked per file below.
+        lint(eval_example, example, extra_ignore=FRAGMENT_IGNORES)
         counts["checked"] += 1
         counts["skill"] += 1
         return
