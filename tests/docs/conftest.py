@@ -29,10 +29,10 @@ def built_site(tmp_path_factory) -> Path:
     return site
 
 
-def example_counts(config: pytest.Config) -> Counter:
-    if EXAMPLE_COUNTS not in config.stash:
-        config.stash[EXAMPLE_COUNTS] = Counter()
-    return config.stash[EXAMPLE_COUNTS]
+@pytest.fixture(scope="session")
+def example_counts(request) -> Counter:
+    """Tallies of the Python blocks seen (checked / run / marked / included), printed at the end of the run."""
+    return request.config.stash.setdefault(EXAMPLE_COUNTS, Counter())
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -102,10 +102,8 @@ def test_docs_have_python_blocks():
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=example_id)
-def test_python_block(example: CodeExample, eval_example: EvalExample, request):
-    from conftest import example_counts
-
-    counts = example_counts(request.config)
+def test_python_block(example: CodeExample, eval_example: EvalExample, example_counts):
+    counts = example_counts
     where = example_id(example)
     block_kind = kind(example)
     if block_kind == "included":
