@@ -36,6 +36,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=2, help="partitions of each topic (default 2)")
     parser.add_argument("--no-dedup", action="store_true", help="postgres: skip dropDuplicates (upserts fold keys)")
     parser.add_argument(
+        "--writer",
+        choices=tuple(bench_sink.WRITERS),
+        default="python",
+        help="postgres: the Python PostgresSink (default) or the low-latency JVM writer",
+    )
+    parser.add_argument(
         "--warmup",
         type=float,
         default=6,
@@ -57,14 +63,18 @@ def postgres_demo(state, args, say) -> int:
         dedup=not args.no_dedup,
         partitions=args.partitions,
         warmup_s=args.warmup,
+        writer=args.writer,
     )
     slots = bench_sink.slots_for(scenario.partitions, scenario.dedup)
     say(f"spark     starting local[{slots}] ({scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
-    spark = spark_session(
-        "rtm-demo-postgres", slots=slots, conf={"spark.sql.shuffle.partitions": str(scenario.partitions)}
-    )
+    conf = {"spark.sql.shuffle.partitions": str(scenario.partitions)}
+    if scenario.writer == "jvm":
+        from snippets.guides.postgres_jvm_writer import session_jars
+
+        conf["spark.jars"] = session_jars()
+    spark = spark_session("rtm-demo-postgres", slots=slots, conf=conf)
     say(f"query     Kafka -> real-time mode -> Postgres; producing {args.rate:.0f} events/s for {args.seconds:.0f}s")
-    run = bench_sink.run_scenario(spark, state, scenario, say, keep_tables=True)
+    run = bench_sink.run_scenario(spark, state, scenario, say, keep_tables=True, prefix="demo")
     say("")
     say(f"produced        {run['produced']} events at {run['produced_rate']:.0f}/s (asked {args.rate:.0f}/s)")
     say(f"written         {run['rows_per_s']} rows/s (first to last write)")

@@ -69,8 +69,8 @@ def slots_for(partitions: int, dedup: bool) -> int:
     return partitions * 2 if dedup else partitions
 
 
-def _create_schema(dsn: str) -> str:
-    name = f"bench_{uuid.uuid4().hex[:8]}"
+def _create_schema(dsn: str, prefix: str) -> str:
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
         cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
     conn.close()
@@ -99,13 +99,13 @@ def _dropped_by_spark(query) -> int:
     )
 
 
-def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool = False) -> dict:
+def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool = False, prefix: str = "bench") -> dict:
     from snippets.guides.kafka_to_postgres import start_pipeline
     from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
     from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
     dsn, bootstrap = state.postgres_dsn, state.kafka_bootstrap
-    schema = _create_schema(dsn)
+    schema = _create_schema(dsn, prefix)
     topic = topics.create_topic(bootstrap, topics.unique_name("sink-bench"), scenario.partitions)
     config = SinkConfig(dsn=dsn, schema=schema, table=TABLE, max_rows=scenario.max_rows, max_dwell_ms=scenario.dwell_ms)
     create_tables(config)

@@ -161,3 +161,41 @@ def test_connection_budget_names_every_term_when_exceeded(lab):
         check_connection_budget(sink_tasks=limit, connections_per_writer=1, app_pool=5, server_limit=limit)
     message = str(exceeded.value)
     assert f"needs {limit + 5} Postgres connections" in message and f"allows {limit}" in message
+
+
+def table_writes(lab, schema: str, expect_inserts: int, timeout_s: float = 10.0) -> tuple[int, int, int]:
+    """(inserted, updated, dead) tuples of the table, from pg_stat_user_tables. A backend reports its counts when
+    its connection closes, so poll until the inserts show up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
+            cur.execute(
+                "SELECT n_tup_ins, n_tup_upd, n_dead_tup FROM pg_stat_user_tables WHERE schemaname = %s AND relname = %s",
+                (schema, TABLE),
+            )
+            found = cur.fetchone()
+        conn.close()
+        if found[0] >= expect_inserts or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def test_hot_key_updates_leave_dead_tuples_and_the_buffer_folds_them(lab, pg_schema):
+    versions = 100
+    simple = sink_for(lab, pg_schema, max_rows=1)
+    simple.open(0, 0)
+    for version in range(versions):  # one key, a newer version each time: every upsert after the first is an UPDATE
+        simple.process(event(1, created_ms=version))
+    simple.close(None)
+    inserted, updated, dead = table_writes(lab, pg_schema, expect_inserts=1)
+    assert (inserted, updated) == (1, versions - 1)
+    assert dead > 0  # until (auto)vacuum reclaims them
+
+    buffered = sink_for(lab, pg_schema, max_rows=1000, max_dwell_ms=60_000)
+    buffered.open(0, 1)
+    for version in range(versions):
+        buffered.process(event(2, created_ms=version))
+    buffered.close(None)
+    inserted, updated, _ = table_writes(lab, pg_schema, expect_inserts=2)
+    assert (inserted, updated) == (2, versions - 1)  # the 100 versions of key 2 cost one INSERT
+    assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE) == {1: versions - 1, 2: versions - 1}
