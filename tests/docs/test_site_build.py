@@ -72,3 +72,45 @@ def test_every_page_has_a_title_and_description():
         except RenderError as exc:
             problems.append(str(exc))
     assert not problems, "\n".join(problems)
+
+
+def build_copy(tmp_path, allow_pending: bool):
+    """Strict build of a copy of the site without its results tables; returns (exit code, log, site folder)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    for folder in ("docs", "snippets"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "docs_hooks.py", tmp_path / "scripts")
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert "allow_pending: true" in config or "allow_pending: false" in config
+    config = config.replace("allow_pending: true", f"allow_pending: {str(allow_pending).lower()}")
+    config = config.replace("allow_pending: false", f"allow_pending: {str(allow_pending).lower()}")
+    (tmp_path / "mkdocs.yml").write_text(config)
+    assert yaml.safe_load(config)["extra"]["allow_pending"] is allow_pending
+    (tmp_path / "docs" / "results").mkdir(exist_ok=True)
+    for table in (tmp_path / "docs" / "results").glob("*.md"):
+        table.unlink()
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=tmp_path,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    return result.returncode, result.stderr, tmp_path / "site"
+
+
+def test_missing_results_file_is_a_visible_box_while_pending_and_a_build_error_after(tmp_path):
+    code, log, site = build_copy(tmp_path / "pending", allow_pending=True)
+    assert code == 0, log
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "Results not generated yet" in home and "docs/results/sink.md" in home
+    code, log, _ = build_copy(tmp_path / "final", allow_pending=False)
+    assert code != 0 and "Snippet at path 'docs/results/" in log and "could not be found" in log, log[-3000:]
