@@ -2,7 +2,7 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: help setup demo test lint format lab-up lab-down lab-status clean
+.PHONY: help setup demo test lint format lab-up lab-down lab-status clean docs docs-build skill
 
 help:
 	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, ~30 s)"
@@ -10,6 +10,8 @@ help:
 	@echo "make setup   venv, pinned packages, Java check, PostgreSQL binaries, jars"
 	@echo "make lab-up / lab-down / lab-status   the local Kafka + PostgreSQL services"
 	@echo "make format  apply ruff's formatting and safe fixes"
+	@echo "make docs    serve the docs site on http://127.0.0.1:8000 (make docs-build: strict build into site/)"
+	@echo "make skill   regenerate the AI-assistant skill and manifest.json, and package it into dist/"
 
 $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 	scripts/bootstrap.sh
@@ -17,6 +19,7 @@ $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 
 setup: $(VENV)/.installed
 	$(PY) scripts/lab.py setup
+	scripts/setup_browser.sh
 
 demo: setup
 	$(PY) scripts/demo.py
@@ -24,6 +27,7 @@ demo: setup
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) scripts/skills.py validate
 
 test: setup lint
 	$(PY) -m pytest
@@ -43,3 +47,13 @@ lab-status: $(VENV)/.installed
 
 clean: lab-down
 	rm -rf .lab site
+
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve -a 127.0.0.1:8000
+
+docs-build: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+skill: $(VENV)/.installed
+	$(PY) scripts/skills.py generate
+	$(PY) scripts/skills.py package

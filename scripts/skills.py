@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Render, check and package the AI-assistant skill under skills/ from the docs pages and snippet files.
 
-  python scripts/skills.py generate   render skills/<name>/ and skills/manifest.json (run after editing docs/snippets)
+  python scripts/skills.py generate   render skills/<name>/ and manifest.json (run after editing docs/snippets)
   python scripts/skills.py validate   exit 1, saying what to run, when anything in skills/ is stale or malformed
   python scripts/skills.py package    validate, then write dist/<name>.zip for uploading to an assistant
 

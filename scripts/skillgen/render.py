@@ -1,4 +1,4 @@
-"""Render every skill under skills/ from its template and the docs pages, plus skills/manifest.json, in memory.
+"""Render every skill under skills/ from its template and the docs pages, plus manifest.json, in memory.
 
 Rendering is a pure function of the repository's files, so `generate` writes its result and `validate` compares it
 with what is on disk: any difference means someone edited a page or snippet without regenerating, or edited the output.
@@ -24,7 +24,7 @@ from skillgen.markdown import (
 
 SKILLS_DIR = "skills"
 TEMPLATES_DIR = "skills/_templates"
-MANIFEST = "skills/manifest.json"
+MANIFEST = "manifest.json"
 GENERATE_COMMAND = "python scripts/skills.py generate"
 VALIDATE_COMMAND = "python scripts/skills.py validate"
 DEFAULT_SOURCES = ("docs/reference/*.md", "docs/guides/*.md")

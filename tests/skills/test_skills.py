@@ -125,7 +125,7 @@ def test_generate_twice_gives_identical_bytes(sandbox, tmp_path_factory):
     other = tmp_path_factory.mktemp("again")
     shutil.copytree(sandbox, other, dirs_exist_ok=True)
     shutil.rmtree(other / "skills" / SKILL)
-    (other / "skills" / "manifest.json").unlink()
+    (other / "manifest.json").unlink()
     assert skills(other, "generate").returncode == 0
     assert snapshot(other) == first
 
@@ -152,7 +152,7 @@ def test_reference_is_plain_markdown_with_code_from_the_snippet(sandbox):
 
 
 def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
-    manifest = json.loads((sandbox / "skills" / "manifest.json").read_text())
+    manifest = json.loads((sandbox / "manifest.json").read_text())
     assert FIX_HINT in manifest["generated"] and manifest["regenerate"] == FIX_HINT
     (entry,) = manifest["skills"]
     assert entry["name"] == SKILL and entry["version"] == "0.1.0" and len(entry["description"]) > 100
@@ -161,7 +161,7 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     for path, info in listed.items():
         data = (sandbox / "skills" / SKILL / path).read_bytes()
         assert info["size"] == len(data) and info["sha256"] == hashlib.sha256(data).hexdigest()
-    raw = (sandbox / "skills" / "manifest.json").read_text()
+    raw = (sandbox / "manifest.json").read_text()
     assert raw == json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -170,7 +170,7 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     [
         "skills/spark-real-time-mode/SKILL.md",
         "skills/spark-real-time-mode/references/slot-sizing.md",
-        "skills/manifest.json",
+        "manifest.json",
     ],
 )
 def test_tampering_with_any_skill_file_is_caught(sandbox, victim):
@@ -209,7 +209,7 @@ def test_a_new_page_and_snippet_show_up_after_generate(sandbox):
     assert "| [Kafka tuning](references/kafka-tuning.md) | Consumer settings for low latency. |" in skill_md
     # The template's routing row for this page was left out while the page was missing; now it is there.
     assert "| tuning the Kafka source or sink | [Kafka tuning](references/kafka-tuning.md) |" in skill_md
-    manifest = json.loads((sandbox / "skills" / "manifest.json").read_text())
+    manifest = json.loads((sandbox / "manifest.json").read_text())
     assert "references/kafka-tuning.md" in {f["path"] for f in manifest["skills"][0]["files"]}
     assert skills(sandbox, "validate").returncode == 0
 
