@@ -42,21 +42,26 @@ class Outcome:
 
 # --8<-- [start:error_name]
 _CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
-_JAVA_EXCEPTION = re.compile(r"\b((?:java|scala|org\.apache)\.[\w.$]*(?:Exception|Error))\b")
 
 
 def error_name(exc: BaseException) -> str:
     """The error class a failure carries, looking through the STREAM_FAILED wrapper a running query adds.
 
-    Some failures carry no error class (e.g. `maxOffsetsPerTrigger`); then the JVM exception class is the name.
+    Some failures carry no error class (e.g. `maxOffsetsPerTrigger`); then the JVM exception class of the
+    innermost cause is the name.
     """
-    text = str(exc)
-    names = [n for n in _CONDITION.findall(text) if n != "STREAM_FAILED"]
+    names = [n for n in _CONDITION.findall(str(exc)) if n != "STREAM_FAILED"]
     if names:
         return names[0]
-    trace = getattr(exc, "_stackTrace", None) or ""
-    java = _JAVA_EXCEPTION.findall(f"{text}\n{trace}")
-    return java[0].rsplit(".", 1)[-1] if java else type(exc).__name__
+    java_classes = []
+    cause = exc
+    while cause is not None:  # PySpark keeps the JVM exception and its cause chain on private attributes
+        origin = getattr(cause, "_origin", None)
+        if origin is not None and hasattr(origin, "getClass"):
+            java_classes.append(origin.getClass().getName())
+        cause = getattr(cause, "_cause", None)
+    plain = [c for c in java_classes if not c.endswith("StreamingQueryException")]
+    return plain[-1].rsplit(".", 1)[-1] if plain else type(exc).__name__
 
 
 # --8<-- [end:error_name]

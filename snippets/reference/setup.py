@@ -1,0 +1,51 @@
+"""Turning real-time mode on from PySpark: the trigger on 4.2+, the py4j route on 4.1, and the settings around it."""
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+
+# --8<-- [start:trigger]
+def start_real_time(events: DataFrame, bootstrap: str, topic: str, checkpoint: str) -> StreamingQuery:
+    """PySpark 4.2+: the trigger alone turns real-time mode on (OSS Spark has no enable flag)."""
+    return (
+        events.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update")  # the only output mode real-time mode accepts
+        .trigger(realTime="5 seconds")  # how often progress is checkpointed; rows do not wait for it
+        .start()
+    )
+
+
+# --8<-- [end:trigger]
+
+
+# --8<-- [start:py4j]
+def real_time_trigger(writer: DataStreamWriter, spark: SparkSession, interval: str = "5 seconds") -> DataStreamWriter:
+    """PySpark 4.1 has no `realTime=` keyword; set the JVM trigger on the writer's Java side instead."""
+    trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(interval)
+    writer._jwrite = writer._jwrite.trigger(trigger)
+    return writer
+
+
+# Usage: real_time_trigger(df.writeStream.format("kafka")...outputMode("update"), spark).start()
+# --8<-- [end:py4j]
+
+
+# --8<-- [start:settings]
+MIN_BATCH_DURATION = "spark.sql.streaming.realTimeMode.minBatchDuration"
+ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
+
+
+def real_time_settings(spark: SparkSession) -> dict[str, str]:
+    """The session settings that shape real-time mode, as this session sees them."""
+    return {key: spark.conf.get(key) for key in (MIN_BATCH_DURATION, ALLOWLIST_CHECK)}
+
+
+def default_real_time_interval_ms(spark: SparkSession) -> int:
+    """What `Trigger.RealTime()` with no argument means (Scala/Java API; PySpark requires a duration)."""
+    return spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime().batchDurationMs()
+
+
+# --8<-- [end:settings]
