@@ -315,3 +315,29 @@ def render_markdown(mistakes: list[Mistake] = MISTAKES) -> str:
         test = f"`tests/reference/test_errors.py::test_mistake_fails_as_documented[{m.id}]`"
         lines.append(f"| {m.title} | `{m.expected.error}` | {where} | `` {m.expected.detail} `` | {m.fix} | {test} |")
     return "\n".join(lines) + "\n"
+
+
+# --8<-- [start:error_catalogue]
+def real_time_error_classes() -> set[str]:
+    """Every real-time mode error class the installed Spark defines, read from its own error catalogue."""
+    import json
+    import zipfile
+    from pathlib import Path
+
+    import pyspark
+
+    jar = next((Path(pyspark.__file__).parent / "jars").glob("spark-common-utils_*.jar"))
+    with zipfile.ZipFile(jar) as archive:
+        catalogue = json.loads(archive.read("error/error-conditions.json"))
+    found = set()
+    for name, entry in catalogue.items():
+        if "REAL_TIME" in name or name == "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT":
+            subclasses = entry.get("subClass", {})
+            found |= {f"{name}.{sub}" for sub in subclasses} if subclasses else {name}
+    return found
+
+
+# Defined by Spark, not reproduced here: with the allowlist check on, the allowlist error fires first; with it
+# off, the sinks tried (memory, noop) ran instead of failing.
+NOT_REPRODUCED = {"STREAMING_REAL_TIME_MODE.SINK_NOT_SUPPORTED"}
+# --8<-- [end:error_catalogue]

@@ -50,3 +50,13 @@ def test_allowlist_check_off_lets_a_rejected_sink_run(spark, lab, tmp_path):
 
 def _noop_sink(p):
     return p.writer(parsed(p.kafka())).format("noop").start()
+
+
+def test_every_real_time_error_class_is_reproduced_or_listed():
+    """A Spark upgrade that adds or drops a real-time error class fails here until the page catches up."""
+    from snippets.reference.errors import NOT_REPRODUCED, real_time_error_classes
+    from snippets.reference.support_matrix import CASES
+
+    reproduced = {m.expected.error for m in MISTAKES} | {c.expected.error for c in CASES}
+    defined = real_time_error_classes()
+    assert defined - reproduced == NOT_REPRODUCED
