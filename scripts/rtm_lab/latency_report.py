@@ -83,7 +83,7 @@ def markdown(result: dict) -> str:
             lines += [
                 "",
                 f"Real-time batches ran a median of **{overrun:,.0f} ms** past their "
-                f"{result['settings']['rtm_interval']} interval (one batch's end, its commit and the next batch's start); "
+                f"`realTime=\"{result['settings']['rtm_interval']}\"` interval (one batch's end, its commit and the next batch's start); "
                 "records that arrive meanwhile wait for the next batch's tasks.",
             ]
         lines.append("")
