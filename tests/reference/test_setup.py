@@ -72,6 +72,9 @@ def test_default_real_time_interval_is_five_minutes(spark):
 
 def test_default_settings(spark):
     assert real_time_settings(spark) == {MIN_BATCH_DURATION: "5000ms", ALLOWLIST_CHECK: "true"}
+    # This project's sessions set 2 shuffle partitions; Spark's own default is what a reader's session starts with.
+    sql_conf = spark._jvm.org.apache.spark.sql.internal.SQLConf
+    assert sql_conf.SHUFFLE_PARTITIONS().defaultValueString() == "200"
 
 
 def test_lowering_min_batch_duration_admits_a_shorter_interval(spark, lab, kafka_topic, checkpoint, stop_after):
