@@ -58,6 +58,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def ensure_topic(bootstrap: str, topic: str, partitions: int) -> int:
+    """Create the topic unless it exists; return its partition count (an existing topic keeps its own)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+    try:
+        existing = consumer.partitions_for_topic(topic)
+    finally:
+        consumer.close()
+    if existing:
+        return len(existing)
+    topics.create_topic(bootstrap, topic, partitions)
+    return partitions
+
+
 def summary(stats: loadgen.LoadStats, mix: loadgen.EventMix, rate: float) -> dict:
     return {
         "produced": stats.sent,
@@ -77,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap = args.bootstrap or lab.status().kafka_bootstrap
         if not bootstrap:
             raise LabError("No Kafka broker: start the lab (`python scripts/lab.py up`) or pass --bootstrap.")
-        topics.create_topic(bootstrap, args.topic, args.partitions)
+        found = ensure_topic(bootstrap, args.topic, args.partitions)
+        if found != args.partitions:
+            print(f"note: topic {args.topic} already exists with {found} partitions; using it", file=sys.stderr)
     except (LabError, OSError, Exception) as exc:  # kafka-python raises plain exceptions for unreachable brokers
         print(f"error: could not reach Kafka or create topic {args.topic!r}: {exc}", file=sys.stderr)
         return 2
