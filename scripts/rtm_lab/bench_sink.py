@@ -52,7 +52,8 @@ class Scenario:
 
     @property
     def name(self) -> str:
-        return f"{self.writer} {'dedup' if self.dedup else 'direct'} {self.rate:.0f}/s"
+        size = f" {self.payload_bytes // 1000} KB rows" if self.payload_bytes >= 1000 else ""
+        return f"{self.writer} {'dedup' if self.dedup else 'direct'} {self.rate:.0f}/s{size}"
 
 
 WRITERS = {
@@ -272,7 +273,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partitions", type=int, default=2, help="Kafka partitions = sink tasks (default 2)")
     parser.add_argument("--max-rows", type=int, default=1000, help="sink flush at this many rows (1 = simple mode)")
     parser.add_argument("--dwell-ms", type=int, default=50, help="sink flush when a row waited this long (default 50)")
-    parser.add_argument("--payload-bytes", type=int, default=100, help="filler bytes per event (default 100)")
+    parser.add_argument("--payload-bytes", type=int, help="filler bytes per event (default 100)")
     parser.add_argument("--json", required=True, type=Path, help="result file; a Markdown table is written beside it")
 
 
@@ -285,7 +286,8 @@ def scenarios(args: argparse.Namespace) -> list[Scenario]:
         chosen = [Scenario(**asdict(s)) for s in (QUICK if args.quick else FULL)]
     for s in chosen:
         s.partitions, s.max_rows, s.dwell_ms = args.partitions, args.max_rows, args.dwell_ms
-        s.payload_bytes = args.payload_bytes
+        if args.payload_bytes is not None:
+            s.payload_bytes = args.payload_bytes
         if args.seconds is not None:
             s.seconds = args.seconds
         elif args.quick:
