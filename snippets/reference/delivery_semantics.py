@@ -46,6 +46,42 @@ def start_copy(
 # --8<-- [end:keyed_copy]
 
 
+# --8<-- [start:foreach_copy]
+def start_foreach_copy(
+    spark: SparkSession, bootstrap: str, source: str, out_dir: str, checkpoint: str, interval: str = "5 seconds"
+) -> StreamingQuery:
+    """The same copy through a Python `foreach` writer that appends each row's key to a file per worker process."""
+
+    def write(row) -> None:
+        import os
+
+        with open(os.path.join(out_dir, f"{os.getpid()}.txt"), "a") as out:
+            out.write(row.key + "\n")
+
+    raw = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    return (
+        with_source_position(raw)
+        .writeStream.foreach(write)
+        .option("checkpointLocation", checkpoint)
+        .outputMode("update")
+        .trigger(realTime=interval)
+        .start()
+    )
+
+
+def foreach_output(out_dir: str) -> list[str]:
+    return [line for path in sorted(Path(out_dir).glob("*.txt")) for line in path.read_text().splitlines()]
+
+
+# --8<-- [end:foreach_copy]
+
+
 # --8<-- [start:committed_batches]
 def committed_batches(checkpoint: str) -> list[int]:
     """Batch ids whose end the query has recorded in `<checkpoint>/commits`; rows after the last one may replay."""
