@@ -164,12 +164,17 @@ def start_pipeline(
     """`trigger` is passed to `DataStreamWriter.trigger`, e.g. {"processingTime": "1 second"}."""
     # transformWithState keeps its state only in RocksDB. The query copies the session's settings when it starts,
     # so the setting is restored afterwards and other queries of the session keep theirs.
-    previous = spark.conf.get(STATE_STORE_CONF)
+    # Only an explicit setting is put back: writing Spark's default back explicitly would make real-time queries
+    # of the session fail, as RTM rejects an explicitly non-RocksDB provider (SQL_CONFIGURATION_NOT_SUPPORTED).
+    previous = spark.conf.getAll.get(STATE_STORE_CONF)
     spark.conf.set(STATE_STORE_CONF, ROCKSDB_PROVIDER)
     try:
         return _start(spark, bootstrap, source_topic, sink_topic, checkpoint, window_ms, trigger)
     finally:
-        spark.conf.set(STATE_STORE_CONF, previous)
+        if previous is None:
+            spark.conf.unset(STATE_STORE_CONF)
+        else:
+            spark.conf.set(STATE_STORE_CONF, previous)
 
 
 def _start(spark, bootstrap, source_topic, sink_topic, checkpoint, window_ms, trigger) -> StreamingQuery:
