@@ -1,0 +1,108 @@
+"""The slot calculator against Spark itself: each worked example runs at exactly the slots the calculator gives and
+fails with CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT at one fewer, on local[N] and on a standalone cluster."""
+
+import json
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from snippets.reference import slot_sizing
+from snippets.reference.slot_sizing import SlotNeed, slots_needed
+
+MULTI_STAGE = ("aggregation", "deduplication", "repartition")
+
+
+def run_examples(bootstrap: str, *args: str) -> subprocess.Popen:
+    # One SparkSession per process, and local[N] is fixed when it starts: each slot count gets its own process.
+    cmd = [sys.executable, "-m", "snippets.reference.slot_sizing", "--bootstrap", bootstrap, *args]
+    # Spark's log goes to a file: a full stderr pipe would stall the process while nobody reads it.
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=tempfile.TemporaryFile(), text=True)
+
+
+def outcomes(proc: subprocess.Popen, timeout_s: float = 240) -> dict[str, dict]:
+    out, _ = proc.communicate(timeout=timeout_s)
+    assert proc.returncode == 0, f"slot_sizing exited with {proc.returncode}; stdout: {out[-2000:]}"
+    return {row["example"]: row for row in map(json.loads, out.splitlines())}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_processes(lab):
+    # Started before the module's first test, so both run while the in-process tests do.
+    procs = run_examples(lab.kafka_bootstrap, "--slots", "4"), run_examples(lab.kafka_bootstrap, "--slots", "3")
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.fixture(scope="module")
+def local_runs(local_processes):
+    at_four, at_three = local_processes
+    return outcomes(at_four), outcomes(at_three)
+
+
+def test_calculator_reads_exchanges_from_the_plan(spark, lab, kafka_topic):
+    topic = kafka_topic(partitions=3)
+    raw = slot_sizing.kafka_rows(spark, lab.kafka_bootstrap, topic)
+    source_tasks = slot_sizing.kafka_partitions(lab.kafka_bootstrap, topic)
+    assert source_tasks == 3
+    assert slots_needed(slot_sizing.stateless(raw), source_tasks) == SlotNeed(3, ())
+    # The session's spark.sql.shuffle.partitions is 2.
+    assert slots_needed(slot_sizing.aggregation(raw), source_tasks) == SlotNeed(3, (2,))
+    assert slots_needed(slot_sizing.deduplication(raw), source_tasks) == SlotNeed(3, (2,))
+    assert slots_needed(slot_sizing.repartition(raw, 5), source_tasks) == SlotNeed(3, (5,))
+    # Stages add up: repartition(5) then an aggregation is three stages, 3 + 5 + 2 tasks.
+    both = slots_needed(slot_sizing.aggregation(slot_sizing.repartition(raw, 5)), source_tasks)
+    assert sorted(both.shuffle_tasks) == [2, 5] and both.total == 10
+
+
+@pytest.mark.parametrize("example", MULTI_STAGE)
+def test_runs_at_exactly_the_calculated_slots(local_runs, example):
+    at_four, _ = local_runs
+    run = at_four[example]
+    assert run["needed_before_start"] == 4 and run["needed_while_running"] == 4
+    assert run["outcome"] == "ran", run
+    # Spark runs every stage at once: the active stages' tasks add up to the calculated slots.
+    assert sum(run["stages"]) == 4, run
+
+
+@pytest.mark.parametrize("example", MULTI_STAGE)
+def test_fails_with_one_slot_fewer(local_runs, example):
+    _, at_three = local_runs
+    run = at_three[example]
+    assert run["outcome"] == "failed", run
+    assert run["error_class"] == "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"
+    # Spark's own count of the slots the query needs matches the calculator.
+    assert (run["spark_needs"], run["spark_free"]) == (run["needed_before_start"], 3) == (4, 3)
+
+
+def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local_runs):
+    at_four, at_three = local_runs
+    enough, short = at_four["stateless"], at_three["stateless"]
+    assert enough["outcome"] == "ran" and enough["partitions_seen"] == [0, 1, 2, 3], enough
+    # One stage only: no pipelined group, so no slot check. The task without a slot waits instead.
+    assert short["error_class"] is None and len(short["partitions_seen"]) >= 3, short
+    late = short["arrival_spread_ms"] is None or short["arrival_spread_ms"] >= 5000
+    assert late and enough["arrival_spread_ms"] < 2500, (enough, short)
+
+
+def test_same_sizing_on_a_standalone_cluster(lab, tmp_path):
+    master, procs = slot_sizing.start_standalone_cluster(workers=2, cores_per_worker=2, work_dir=str(tmp_path))
+    try:
+        four = outcomes(run_examples(lab.kafka_bootstrap, "--master", master, "--examples", "aggregation"))
+        three = outcomes(
+            run_examples(
+                lab.kafka_bootstrap, "--master", master, "--examples", "aggregation", "--conf", "spark.cores.max=3"
+            )
+        )
+    finally:
+        slot_sizing.stop_standalone_cluster(procs)
+    ran, failed = four["aggregation"], three["aggregation"]
+    assert failed["error_class"] == "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT", failed
+    assert (failed["spark_needs"], failed["spark_free"]) == (4, 3)
+    assert ran["outcome"] == "ran" and ran["needed_before_start"] == 4, ran
+    assert sum(ran["stages"]) == 4, ran
+    # The tasks ran on both executors (one per worker); the driver runs none outside local mode.
+    assert len([n for n in ran["tasks_per_executor"].values() if n]) == 2, ran
