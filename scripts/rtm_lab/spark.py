@@ -47,6 +47,8 @@ def spark_session(app_name: str = "rtm", slots: int | None = None, conf: dict[st
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", os.environ.get("RTM_DRIVER_MEMORY", "2g"))
+        # Python workers must connect back to the JVM within this time; 15 s (the default) can pass on a loaded box.
+        .config("spark.python.authenticate.socketTimeout", "120s")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
