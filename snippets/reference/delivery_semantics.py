@@ -6,12 +6,15 @@ sees those rows twice (at-least-once). The fix lives in the sink: give every row
 record, and make the sink keep one row per key.
 """
 
+# --8<-- [start:imports]
 import json
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
+
+# --8<-- [end:imports]
 
 
 # --8<-- [start:keyed_copy]

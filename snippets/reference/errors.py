@@ -5,6 +5,7 @@ the fix. The queries reuse the support matrix's `Probe`: fresh Kafka topics, `ou
 `trigger(realTime="5 seconds")` unless the mistake is about one of those.
 """
 
+# --8<-- [start:shared]
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ def kafka_writer(p: Probe, df, trigger: dict | None = None, mode: str = "update"
         .outputMode(mode)
     )
     return w.trigger(**trigger) if trigger else w
+
+
+# --8<-- [end:shared]
 
 
 # --8<-- [start:boolean_trigger]

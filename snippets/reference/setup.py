@@ -1,7 +1,10 @@
 """Turning real-time mode on from PySpark: the trigger on 4.2+, the py4j route on 4.1, and the settings around it."""
 
+# --8<-- [start:imports]
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+
+# --8<-- [end:imports]
 
 
 # --8<-- [start:trigger]

@@ -6,6 +6,7 @@ runs, meaning rows fed after the start came out of the sink. `EXPECTED` in each 
 test runs every case and asserts it, and `scripts/support_matrix.py` renders the page's table from the same list.
 """
 
+# --8<-- [start:imports]
 import json
 import re
 import time
@@ -19,6 +20,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
+# --8<-- [end:imports]
 from rtm_lab import plans, topics
 
 RUNS = "runs"
