@@ -93,7 +93,7 @@ def postgres_demo(state, args, say) -> int:
 
 
 def wait_until_running(query, timeout_s: float = 90.0) -> None:
-    """Wait for the first real-time batch to finish: rows read in it were seen to reach the sink only at its end."""
+    """Wait for the first real-time batch to finish, so the figures start from a running pipeline, not its start-up."""
     deadline = time.monotonic() + timeout_s
     while query.lastProgress is None:
         if query.exception() or time.monotonic() > deadline:
