@@ -20,6 +20,7 @@ Each page opts in or out explicitly in `PLAN` below; a page with code and no ent
 run, fragments, pages not run and why) is printed at the end of the run.
 """
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -201,6 +202,7 @@ def reader_env(tmp_path_factory, lab) -> dict[str, str]:
 
 TALLY = pytest.StashKey[Counter]()
 NOT_RUN = pytest.StashKey[dict]()
+SILENT = pytest.StashKey[set]()
 
 
 @pytest.fixture(scope="session")
@@ -209,18 +211,21 @@ def tally(request):
     counts = request.config.stash.setdefault(TALLY, Counter())
     not_run = request.config.stash.setdefault(NOT_RUN, {})
     yield counts, not_run
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
     lines = [
         f"copy test: {counts['pages']} pages, {counts['pages_run']} run as programs ({counts['pages_passed']} passed), "
         f"{counts['blocks_run']} Python blocks run, {counts['fragments']} fragments by design, "
         f"{counts['build_steps']} build steps, {counts['files']} files saved, {counts['no_code']} pages without code",
+        f"  of the pages that passed, {counts['output_checked']} printed what their Prints block shows; "
+        f"{counts['pages_passed'] - counts['output_checked']} show no output (their code defines, then exits 0):",
+        *(f"    no stated output: {page}" for page in sorted(request.config.stash.get(SILENT, set()))),
         *(f"  not run: {page}: {why}" for page, why in sorted(not_run.items())),
     ]
-    for line in lines:
-        if reporter:
-            reporter.write_line(line)
-        else:
-            print(line)
+    # Session teardown output is captured like a test's; step outside the capture so the tally always shows.
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        for line in ["", *lines]:
+            (reporter.write_line if reporter else print)(line)
 
 
 def expected_output(page: Page) -> list[str]:
@@ -253,7 +258,7 @@ def tail(text: str, lines: int = 40) -> str:
 
 @pytest.mark.lab
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tmp_path_factory):
+def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tmp_path_factory, request):
     counts, not_run = tally
     page = parse_page(path)
     counts["pages"] += 1
@@ -326,9 +331,14 @@ def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tm
             f"--- stderr (tail) ---\n{tail(result.stderr)}\n--- stdout (tail) ---\n{tail(result.stdout, 15)}",
             pytrace=False,
         )
-    missing = prints_in_order(result.stdout, expected_output(page))
+    expected = expected_output(page)
+    missing = prints_in_order(result.stdout, expected)
     assert missing is None, (
         f"{page.name}: the page says its code prints {missing!r}, not found in order in its output:\n"
         f"{tail(result.stdout, 30)}"
     )
     counts["pages_passed"] += 1
+    if expected:
+        counts["output_checked"] += 1
+    else:
+        request.config.stash.setdefault(SILENT, set()).add(page.name)
