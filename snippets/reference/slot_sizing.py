@@ -5,14 +5,13 @@ Run the worked examples at a given number of slots (each prints one JSON line: w
     python -m snippets.reference.slot_sizing --slots 4
     python -m snippets.reference.slot_sizing --master spark://127.0.0.1:7077 --examples aggregation
 
-`--slots N` runs on `local[N]`; `--master` runs on a cluster (the standalone section below starts one on loopback).
+`--slots N` runs on `local[N]`; `--master` runs on a cluster (`rtm_lab.standalone` starts one on loopback).
 """
 
 import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +19,6 @@ from collections.abc import Callable
 
 # --8<-- [start:calculator]
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import StreamingQuery
@@ -252,70 +250,6 @@ def _watch(spark, query, bootstrap, sink, partitions, outcome: Outcome, timeout_
                 return
     finally:
         consumer.close()
-
-
-# --8<-- [start:standalone]
-def start_standalone_cluster(workers: int = 2, cores_per_worker: int = 2, work_dir: str | None = None):
-    """Start a Spark standalone master and `workers` workers on loopback with PySpark's own launcher (bin/spark-class);
-    return (master URL, the processes). Each worker offers `cores_per_worker` slots to the application's executor."""
-    import os
-    import tempfile
-
-    import pyspark
-
-    from rtm_lab import ports
-
-    spark_home = Path(pyspark.__file__).parent
-    spark_class = str(spark_home / "bin" / "spark-class")
-    work_dir = work_dir or tempfile.mkdtemp(prefix="spark-standalone-")
-    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": work_dir}
-    master_port, master_ui = ports.free_port(), ports.free_port()
-    master_url = f"spark://127.0.0.1:{master_port}"
-    cmd = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
-    cmd += ["--port", str(master_port), "--webui-port", str(master_ui)]
-    procs = [_launch(cmd, env, Path(work_dir) / "master.log")]
-    for i in range(workers):
-        cmd = [spark_class, "org.apache.spark.deploy.worker.Worker", master_url, "--host", "127.0.0.1"]
-        cmd += ["--cores", str(cores_per_worker), "--memory", "1g", "--webui-port", str(ports.free_port())]
-        cmd += ["--work-dir", str(Path(work_dir) / f"worker-{i}")]
-        procs.append(_launch(cmd, env, Path(work_dir) / f"worker-{i}.log"))
-    _wait_for_workers(Path(work_dir) / "master.log", workers, procs)
-    return master_url, procs
-
-
-# --8<-- [end:standalone]
-
-
-def _launch(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as out:
-        return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def _wait_for_workers(master_log: Path, workers: int, procs, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if any(p.poll() is not None for p in procs):
-            stop_standalone_cluster(procs)
-            raise RuntimeError(f"A standalone process exited early; see the logs next to {master_log}.")
-        if master_log.exists() and master_log.read_text(errors="replace").count("Registering worker") >= workers:
-            return
-        time.sleep(0.5)
-    stop_standalone_cluster(procs)
-    raise RuntimeError(f"Workers did not register with the master within {timeout_s}s; see {master_log}.")
-
-
-def stop_standalone_cluster(procs) -> None:
-    import signal
-
-    for proc in reversed(procs):
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def main(argv: list[str] | None = None) -> int:

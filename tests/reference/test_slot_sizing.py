@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 
+from rtm_lab import standalone
 from snippets.reference import slot_sizing
 from snippets.reference.slot_sizing import SlotNeed, slots_needed
 
@@ -89,16 +90,14 @@ def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local
 
 
 def test_same_sizing_on_a_standalone_cluster(lab, tmp_path):
-    master, procs = slot_sizing.start_standalone_cluster(workers=2, cores_per_worker=2, work_dir=str(tmp_path))
-    try:
+    with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path) as spark_cluster:
+        master = spark_cluster.master_url
         four = outcomes(run_examples(lab.kafka_bootstrap, "--master", master, "--examples", "aggregation"))
         three = outcomes(
             run_examples(
                 lab.kafka_bootstrap, "--master", master, "--examples", "aggregation", "--conf", "spark.cores.max=3"
             )
         )
-    finally:
-        slot_sizing.stop_standalone_cluster(procs)
     ran, failed = four["aggregation"], three["aggregation"]
     assert failed["error_class"] == "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT", failed
     assert (failed["spark_needs"], failed["spark_free"]) == (4, 3)
