@@ -21,8 +21,6 @@ LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 FENCE_SETTINGS = re.compile(r'(\w+)="([^"]*)"')
 
 SOURCE_NOTE = "<!-- source: {spec} -->"
-RESULTS_DIR = "docs/results/"
-PENDING_RESULTS = "*Results not generated yet: `{path}` is written by the project's benchmark.*"
 NOT_RUN_NOTE = "*Not run by the tests: {reason}.*"
 
 
@@ -140,7 +138,7 @@ def strip_fenced(markdown: str) -> str:
     return "\n".join(out)
 
 
-def expand_includes(root: Path, text: str, where: str, allow_pending: bool = False) -> str:
+def expand_includes(root: Path, text: str, where: str) -> str:
     """Expand every include; a fenced block made only of includes gets a source note naming the snippet(s)."""
     lines = text.splitlines()
     out: list[str] = []
@@ -175,15 +173,7 @@ def expand_includes(root: Path, text: str, where: str, allow_pending: bool = Fal
             index = close + 1
             continue
         include = INCLUDE.match(line)
-        if (
-            include
-            and allow_pending
-            and include["spec"].startswith(RESULTS_DIR)
-            and not (root / include["spec"]).is_file()
-        ):
-            # Same rule as the docs hook while pages are still arriving: say plainly that the numbers are missing.
-            out.append(include["indent"] + PENDING_RESULTS.format(path=include["spec"]))
-        elif include:
+        if include:
             content = snippet_text(root, include["spec"], where)
             out.extend((include["indent"] + c if c else c) for c in content.splitlines())
         else:

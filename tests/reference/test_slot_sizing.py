@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from rtm_lab import standalone
+from rtm_lab import standalone, topics
 from snippets.reference import slot_sizing
 from snippets.reference.slot_sizing import SlotNeed, slots_needed
 
@@ -17,14 +17,14 @@ MULTI_STAGE = ("aggregation", "deduplication", "repartition")
 
 def run_examples(bootstrap: str, *args: str) -> subprocess.Popen:
     # One SparkSession per process, and local[N] is fixed when it starts: each slot count gets its own process.
-    cmd = [sys.executable, "-m", "snippets.reference.slot_sizing", "--bootstrap", bootstrap, *args]
+    cmd = [sys.executable, "-m", "probes.slots", "--bootstrap", bootstrap, *args]
     # Spark's log goes to a file: a full stderr pipe would stall the process while nobody reads it.
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=tempfile.TemporaryFile(), text=True)
 
 
 def outcomes(proc: subprocess.Popen, timeout_s: float = 240) -> dict[str, dict]:
     out, _ = proc.communicate(timeout=timeout_s)
-    assert proc.returncode == 0, f"slot_sizing exited with {proc.returncode}; stdout: {out[-2000:]}"
+    assert proc.returncode == 0, f"probes.slots exited with {proc.returncode}; stdout: {out[-2000:]}"
     return {row["example"]: row for row in map(json.loads, out.splitlines())}
 
 
@@ -46,7 +46,7 @@ def local_runs(local_processes):
 
 def test_calculator_reads_exchanges_from_the_plan(spark, lab, kafka_topic):
     topic = kafka_topic(partitions=3)
-    raw = slot_sizing.kafka_rows(spark, lab.kafka_bootstrap, topic)
+    raw = topics.kafka_stream(spark, lab.kafka_bootstrap, topic)
     source_tasks = slot_sizing.kafka_partitions(lab.kafka_bootstrap, topic)
     assert source_tasks == 3
     assert slots_needed(slot_sizing.stateless(raw), source_tasks) == SlotNeed(3, ())
