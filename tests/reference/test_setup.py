@@ -7,6 +7,7 @@ from rtm_lab import plans, topics
 from snippets.reference.setup import (
     ALLOWLIST_CHECK,
     MIN_BATCH_DURATION,
+    REAL_TIME_INTERVAL,
     default_real_time_interval_ms,
     real_time_settings,
     real_time_trigger,
@@ -48,7 +49,7 @@ def test_py4j_trigger_gives_a_real_time_plan(spark, lab, kafka_topic, checkpoint
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
     )
-    query = stop_after(real_time_trigger(writer, spark, "5 seconds").start())
+    query = stop_after(real_time_trigger(writer, spark, REAL_TIME_INTERVAL).start())
     assert plans.REAL_TIME_SCAN in plans.wait_for_real_time_scan(query)
     # The running query holds the JVM trigger object the py4j call built.
     assert query._jsq.streamingQuery().trigger().toString() == "RealTimeTrigger(5000)"
