@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from rtm_lab import jars, jvm, topics
 from rtm_lab import lab as lab_module
+from rtm_lab import topics
 from rtm_lab.lab import LabState
-from rtm_lab.spark import connector_jars, spark_session
+from rtm_lab.spark import session_jars, spark_session
 
 
 @pytest.fixture(scope="session")
@@ -26,10 +26,7 @@ def lab() -> Iterator[LabState]:
 @pytest.fixture(scope="session")
 def spark(lab):
     # spark.jars is read once, at start-up: the JVM snippets (all of snippets/jvm in one jar) and PgJDBC go in now.
-    conf = {}
-    if any(jvm.JVM_SOURCES.rglob("*.java")):
-        paths = [*connector_jars(), jvm.build(), *jars.ensure("postgres-jdbc", quiet=True)]
-        conf["spark.jars"] = ",".join(str(p) for p in paths)
+    conf = {"spark.jars": session_jars(jvm_snippets=True)}
     session = spark_session("rtm-tests", slots=4, conf=conf)
     yield session
     for query in session.streams.active:

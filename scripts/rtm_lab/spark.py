@@ -23,6 +23,17 @@ def connector_jars() -> list[Path]:
     return jars.ensure("spark-kafka-connector", quiet=True)
 
 
+def session_jars(jvm_snippets: bool = False) -> str:
+    """The `spark.jars` value (read once, when a session starts): the Kafka connector, and with `jvm_snippets` the
+    jar of snippets/jvm (the JVM processor and Postgres writer) plus PgJDBC, which that writer needs."""
+    paths = connector_jars()
+    if jvm_snippets:
+        from rtm_lab import jvm
+
+        paths = [*paths, jvm.build(), *jars.ensure("postgres-jdbc", quiet=True)]
+    return ",".join(str(p) for p in paths)
+
+
 def spark_session(app_name: str = "rtm", slots: int | None = None, conf: dict[str, str] | None = None):
     """Return a SparkSession with Spark's Kafka connector, quiet logs and the running interpreter for workers.
 
@@ -39,7 +50,7 @@ def spark_session(app_name: str = "rtm", slots: int | None = None, conf: dict[st
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master_url(slots))
-        .config("spark.jars", ",".join(str(p) for p in connector_jars()))
+        .config("spark.jars", session_jars())
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
         .config("spark.sql.shuffle.partitions", "2")

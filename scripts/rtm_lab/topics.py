@@ -1,5 +1,6 @@
 """Kafka topics and records for tests and benchmarks: create, produce JSON, read back with broker timestamps."""
 
+import contextlib
 import json
 import time
 import uuid
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
+
+from rtm_lab.waiting import WaitTimeout, wait_until
 
 
 @dataclass(frozen=True)
@@ -49,15 +52,13 @@ def delete_topic(bootstrap: str, name: str) -> None:
 
 def _wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout_s: float = 30.0) -> None:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)
+
+    def led() -> bool:
+        consumer.topics()  # refreshes metadata
+        return len(consumer.partitions_for_topic(name) or ()) == partitions
+
     try:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            found = consumer.partitions_for_topic(name)
-            if found and len(found) == partitions:
-                return
-            time.sleep(0.1)
-            consumer.topics()  # refreshes metadata
-        raise TimeoutError(f"topic {name} has no leaders for {partitions} partitions after {timeout_s}s")
+        wait_until(led, timeout_s, f"leaders for the {partitions} partitions of topic {name}", interval_s=0.1)
     finally:
         consumer.close()
 
@@ -87,22 +88,41 @@ def produce_json(bootstrap: str, topic: str, events: Iterable[dict], key_field: 
 def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0) -> list[Record]:
     """Read a topic from the start until `expected` records arrived or the timeout passed."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, consumer_timeout_ms=500)
+    deadline = time.monotonic() + timeout_s
+
+    def partitions() -> set[int]:
+        consumer.topics()  # refreshes metadata
+        return consumer.partitions_for_topic(topic) or set()
+
     try:
-        parts = consumer.partitions_for_topic(topic) or set()
-        deadline = time.monotonic() + timeout_s
-        while not parts and time.monotonic() < deadline:
-            time.sleep(0.2)
-            consumer.topics()
-            parts = consumer.partitions_for_topic(topic) or set()
-        assigned = [TopicPartition(topic, p) for p in sorted(parts)]
+        with contextlib.suppress(WaitTimeout):
+            wait_until(partitions, timeout_s, f"topic {topic}")
+        assigned = [TopicPartition(topic, p) for p in sorted(partitions())]
         consumer.assign(assigned)
         consumer.seek_to_beginning(*assigned)
         records: list[Record] = []
-        while len(records) < expected and time.monotonic() < deadline:
+
+        def enough() -> bool:
             for batch in consumer.poll(timeout_ms=500).values():
                 records.extend(
                     Record(m.key, m.value, m.partition, m.offset, m.timestamp, m.timestamp_type) for m in batch
                 )
+            return len(records) >= expected
+
+        # What arrived by the deadline is returned either way: callers assert the count they need.
+        with contextlib.suppress(WaitTimeout):
+            wait_until(enough, max(deadline - time.monotonic(), 0.001), f"{expected} records in {topic}", 0)
         return records
     finally:
         consumer.close()
+
+
+def kafka_stream(spark, bootstrap: str, topic: str, starting_offsets: str = "earliest"):
+    """A Kafka topic read as a stream, from its first record by default."""
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", starting_offsets)
+        .load()
+    )

@@ -4,7 +4,7 @@ import re
 from pathlib import Path
 
 from skillgen.frontmatter import frontmatter_problems
-from skillgen.markdown import FENCE, LINK, NOT_RUN_NOTE, RenderError, anchors, snippet_text, strip_fenced
+from skillgen.markdown import LINK, NOT_RUN_NOTE, RenderError, anchors, fence_spans, snippet_text, strip_fenced
 from skillgen.render import GENERATE_COMMAND, MANIFEST, SKILLS_DIR, TEMPLATES_DIR, render_all
 
 SOURCE_NOTE = re.compile(r"^\s*<!-- source: (?P<specs>.+?) -->\s*$")
@@ -39,39 +39,30 @@ def code_problems(root: Path, path: Path, text: str) -> list[str]:
     problems = []
     where = path.relative_to(root).as_posix()
     lines = text.splitlines()
-    index = 0
-    while index < len(lines):
-        fence = FENCE.match(lines[index])
-        if not fence:
-            index += 1
-            continue
-        close = next(
-            (n for n in range(index + 1, len(lines)) if lines[n].strip().startswith(fence["fence"])),
-            len(lines) - 1,
-        )
+    for index, close, fence in fence_spans(lines):
         language = fence["info"].strip().split(" ")[0].lower()
-        if language in ("python", "py", "python3", "pycon"):
-            previous = next((lines[n] for n in range(index - 1, -1, -1) if lines[n].strip()), "")
-            body = "\n".join(line[len(fence["indent"]) :] for line in lines[index + 1 : close]).strip("\n")
-            source = SOURCE_NOTE.match(previous)
-            if source:
-                try:
-                    expected = "\n".join(snippet_text(root, s.strip(), where) for s in source["specs"].split(", "))
-                except RenderError as exc:
-                    problems.append(f"{where}:{index + 1}: {exc}")
-                else:
-                    if body != expected:
-                        problems.append(
-                            f"{where}:{index + 1}: this block differs from {source['specs']}. Run `{GENERATE_COMMAND}`."
-                        )
-            elif not NOT_RUN.match(previous):
-                problems.append(
-                    f"{where}:{index + 1}: a Python block that does not come from a snippet file. Move the code into "
-                    "snippets/<area>/<page>.py between '# --8<-- [start:name]' / '[end:name]' markers and include it "
-                    'on the page with --8<-- "snippets/...py:name", or mark the page\'s block '
-                    '`python {test="skip" reason="..."}` if it cannot run here.'
-                )
-        index = close + 1
+        if language not in ("python", "py", "python3", "pycon"):
+            continue
+        previous = next((lines[n] for n in range(index - 1, -1, -1) if lines[n].strip()), "")
+        body = "\n".join(line[len(fence["indent"]) :] for line in lines[index + 1 : close]).strip("\n")
+        source = SOURCE_NOTE.match(previous)
+        if source:
+            try:
+                expected = "\n".join(snippet_text(root, s.strip(), where) for s in source["specs"].split(", "))
+            except RenderError as exc:
+                problems.append(f"{where}:{index + 1}: {exc}")
+            else:
+                if body != expected:
+                    problems.append(
+                        f"{where}:{index + 1}: this block differs from {source['specs']}. Run `{GENERATE_COMMAND}`."
+                    )
+        elif not NOT_RUN.match(previous):
+            problems.append(
+                f"{where}:{index + 1}: a Python block that does not come from a snippet file. Move the code into "
+                "snippets/<area>/<page>.py between '# --8<-- [start:name]' / '[end:name]' markers and include it "
+                'on the page with --8<-- "snippets/...py:name", or mark the page\'s block '
+                '`python {test="skip" reason="..."}` if it cannot run here.'
+            )
     return problems
 
 

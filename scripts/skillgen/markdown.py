@@ -7,6 +7,7 @@ become block quotes, content tabs become bold labels, and links point at skill f
 import re
 import textwrap
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,8 +22,6 @@ LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 FENCE_SETTINGS = re.compile(r'(\w+)="([^"]*)"')
 
 SOURCE_NOTE = "<!-- source: {spec} -->"
-RESULTS_DIR = "docs/results/"
-PENDING_RESULTS = "*Results not generated yet: `{path}` is written by the project's benchmark.*"
 NOT_RUN_NOTE = "*Not run by the tests: {reason}.*"
 
 
@@ -123,24 +122,34 @@ def anchors(markdown: str) -> set[str]:
     return found
 
 
+def fence_spans(lines: list[str]) -> Iterator[tuple[int, int, re.Match]]:
+    """Every fenced code block as (opening line, closing line, the opening's match); an unclosed one runs to the end."""
+    index = 0
+    while index < len(lines):
+        opening = FENCE.match(lines[index])
+        if opening:
+            close = _closing_fence(lines, index, opening)
+            yield index, close, opening
+            index = close + 1
+        else:
+            index += 1
+
+
+def in_code(lines: list[str]) -> list[bool]:
+    """For each line, whether it belongs to a fenced code block (fence lines included)."""
+    flags = [False] * len(lines)
+    for start, close, _ in fence_spans(lines):
+        flags[start : close + 1] = [True] * (close + 1 - start)
+    return flags
+
+
 def strip_fenced(markdown: str) -> str:
     """The text with fenced code blocks blanked, so code is never read as headings or links."""
-    out, fence = [], None
-    for line in markdown.splitlines():
-        match = FENCE.match(line)
-        if fence is None and match:
-            fence = match["fence"]
-            out.append("")
-        elif fence is not None:
-            if line.strip().startswith(fence) and not line.strip().strip(fence[0]):
-                fence = None
-            out.append("")
-        else:
-            out.append(line)
-    return "\n".join(out)
+    lines = markdown.splitlines()
+    return "\n".join("" if code else line for line, code in zip(lines, in_code(lines), strict=True))
 
 
-def expand_includes(root: Path, text: str, where: str, allow_pending: bool = False) -> str:
+def expand_includes(root: Path, text: str, where: str) -> str:
     """Expand every include; a fenced block made only of includes gets a source note naming the snippet(s)."""
     lines = text.splitlines()
     out: list[str] = []
@@ -175,15 +184,7 @@ def expand_includes(root: Path, text: str, where: str, allow_pending: bool = Fal
             index = close + 1
             continue
         include = INCLUDE.match(line)
-        if (
-            include
-            and allow_pending
-            and include["spec"].startswith(RESULTS_DIR)
-            and not (root / include["spec"]).is_file()
-        ):
-            # Same rule as the docs hook while pages are still arriving: say plainly that the numbers are missing.
-            out.append(include["indent"] + PENDING_RESULTS.format(path=include["spec"]))
-        elif include:
+        if include:
             content = snippet_text(root, include["spec"], where)
             out.extend((include["indent"] + c if c else c) for c in content.splitlines())
         else:
@@ -242,17 +243,9 @@ def flatten_blocks(text: str) -> str:
 
 def squeeze_blank_lines(text: str) -> str:
     """At most one blank line in a row outside fenced code; code keeps its blank lines exactly."""
-    out: list[str] = []
-    fence = None
-    for line in text.splitlines():
-        match = FENCE.match(line)
-        if fence is None and match:
-            fence = match["fence"]
-        elif fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                fence = None
-        elif not line.strip() and out and not out[-1].strip():
+    lines, out = text.splitlines(), []
+    for line, code in zip(lines, in_code(lines), strict=True):
+        if not code and not line.strip() and out and not out[-1].strip():
             continue
         out.append(line)
     return "\n".join(out)
@@ -297,20 +290,8 @@ def rewrite_links(text: str, page_dir: Path, targets: dict[Path, str]) -> str:
 
 def _outside_code(text: str, func) -> str:
     """Apply func to each line outside fenced code (links never span lines in these pages)."""
-    out, fence = [], None
-    for line in text.splitlines():
-        match = FENCE.match(line)
-        if fence is None and match:
-            fence = match["fence"]
-            out.append(line)
-        elif fence is not None:
-            out.append(line)
-            stripped = line.strip()
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                fence = None
-        else:
-            out.append(func(line))
-    return "\n".join(out)
+    lines = text.splitlines()
+    return "\n".join(line if code else func(line) for line, code in zip(lines, in_code(lines), strict=True))
 
 
 def _normalize(path: Path) -> str:

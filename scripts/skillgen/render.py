@@ -73,20 +73,9 @@ def source_pages(root: Path, patterns) -> list[Page]:
     return pages
 
 
-def allow_pending(root: Path) -> bool:
-    """mkdocs.yml's `extra.allow_pending`: while true, a missing results file renders as a visible note."""
-    import yaml
-
-    config = root / "mkdocs.yml"
-    if not config.is_file():
-        return False
-    extra = (yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("extra") or {}
-    return bool(extra.get("allow_pending", False))
-
-
 def render_page(root: Path, page: Page, targets: dict[Path, str]) -> str:
     where = str(page.path)
-    body = expand_includes(root, page.body, where, allow_pending(root))
+    body = expand_includes(root, page.body, where)
     body = flatten_blocks(body)
     body = rewrite_links(body, page.path.parent, targets).strip("\n")
     if not re.search(r"^# ", body, re.M):

@@ -134,6 +134,8 @@ EVENT = StructType(
 )
 
 
+# Python transformWithState fails in real-time mode on OSS Spark 4.3 (see the page): the pipeline runs micro-batch.
+MICRO_BATCH_INTERVAL = "1 second"
 STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -161,7 +163,7 @@ def start_pipeline(
     window_ms: int = 60_000,
     trigger: dict | None = None,
 ) -> StreamingQuery:
-    """`trigger` is passed to `DataStreamWriter.trigger`, e.g. {"processingTime": "1 second"}."""
+    """`trigger` is passed to `DataStreamWriter.trigger`; by default a micro-batch every MICRO_BATCH_INTERVAL."""
     # transformWithState keeps its state only in RocksDB. The query copies the session's settings when it starts,
     # so the setting is restored afterwards and other queries of the session keep theirs.
     # Only an explicit setting is put back: writing Spark's default back explicitly would make real-time queries
@@ -192,7 +194,7 @@ def _start(spark, bootstrap, source_topic, sink_topic, checkpoint, window_ms, tr
         .option("topic", sink_topic)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(**(trigger or {"processingTime": "1 second"}))
+        .trigger(**(trigger or {"processingTime": MICRO_BATCH_INTERVAL}))
         .start()
     )
 
@@ -201,13 +203,12 @@ def _start(spark, bootstrap, source_topic, sink_topic, checkpoint, window_ms, tr
 
 
 if __name__ == "__main__":
-    from rtm_lab.spark import spark_session
-
     if len(sys.argv) != 3:
         sys.exit(__doc__)
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
     query = start_pipeline(
-        spark_session("ad-attribution"),
-        os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
+        SparkSession.builder.appName("ad-attribution").getOrCreate(),
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"],
         sys.argv[1],
         sys.argv[2],
         tempfile.mkdtemp(prefix="ad-attribution-ckpt-"),

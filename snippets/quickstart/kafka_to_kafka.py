@@ -15,6 +15,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
+# How often progress is checkpointed (5 seconds is the minimum); rows do not wait for it: it is not a latency.
+REAL_TIME_INTERVAL = "5 seconds"
+
 EVENT_SCHEMA = StructType(
     [
         StructField("id", LongType()),
@@ -61,7 +64,7 @@ def start_pipeline(
         .option("topic", sink_topic)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")  # real-time mode accepts only update
-        .trigger(realTime="5 seconds")  # PySpark 4.2+; the duration is the checkpoint interval, not a latency
+        .trigger(realTime=REAL_TIME_INTERVAL)  # PySpark 4.2+
         .start()
     )
 
@@ -70,13 +73,12 @@ def start_pipeline(
 
 
 if __name__ == "__main__":
-    from rtm_lab.spark import spark_session
-
     if len(sys.argv) != 3:
         sys.exit(__doc__)
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
     query = start_pipeline(
-        spark_session("kafka-to-kafka"),
-        os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
+        SparkSession.builder.appName("kafka-to-kafka").getOrCreate(),
+        os.environ["KAFKA_BOOTSTRAP_SERVERS"],
         sys.argv[1],
         sys.argv[2],
         tempfile.mkdtemp(prefix="rtm-checkpoint-"),

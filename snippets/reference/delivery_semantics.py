@@ -4,6 +4,10 @@ Real-time mode sends rows to the sink as they arrive but records progress (offse
 batch interval ends. Stop or crash mid-interval and the restarted query reads the uncommitted part again: the sink
 sees those rows twice (at-least-once). The fix lives in the sink: give every row a key that identifies its source
 record, and make the sink keep one row per key.
+
+    python snippets/reference/delivery_semantics.py SOURCE_TOPIC SINK_TOPIC
+
+runs the keyed copy on KAFKA_BOOTSTRAP_SERVERS until stopped, printing the committed batches every batch interval.
 """
 
 # --8<-- [start:imports]
@@ -14,6 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
+# How often progress (offsets, then a commit) is recorded: rows after the last commit are read again on restart.
+REAL_TIME_INTERVAL = "5 seconds"
 # --8<-- [end:imports]
 
 
@@ -25,7 +31,7 @@ def with_source_position(raw: DataFrame) -> DataFrame:
 
 
 def start_copy(
-    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, interval: str = "5 seconds"
+    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
 ) -> StreamingQuery:
     raw = (
         spark.readStream.format("kafka")
@@ -51,7 +57,7 @@ def start_copy(
 
 # --8<-- [start:foreach_copy]
 def start_foreach_copy(
-    spark: SparkSession, bootstrap: str, source: str, out_dir: str, checkpoint: str, interval: str = "5 seconds"
+    spark: SparkSession, bootstrap: str, source: str, out_dir: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
 ) -> StreamingQuery:
     """The same copy through a Python `foreach` writer that appends each row's key to a file per worker process."""
 
@@ -120,3 +126,20 @@ def latest_per_key(records) -> dict[bytes, bytes]:
 
 
 # --8<-- [end:dedupe]
+
+
+if __name__ == "__main__":
+    import os
+    import sys
+    import tempfile
+    import time
+
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
+    spark = SparkSession.builder.appName("delivery-semantics").getOrCreate()
+    checkpoint = tempfile.mkdtemp(prefix="rtm-checkpoint-")
+    query = start_copy(spark, os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1], sys.argv[2], checkpoint)
+    while query.isActive:
+        time.sleep(5)
+        print("committed batches:", committed_batches(checkpoint), "rows before them:", rows_committed(checkpoint))

@@ -1,17 +1,16 @@
 """Measure real-time latencies in open-source Spark, which reports none, from Kafka timestamps and a per-row JVM clock.
 
-    python -m snippets.reference.latency_metrics --rows 200 --rate 50
+    python snippets/reference/latency_metrics.py SOURCE_TOPIC SINK_TOPIC
 
-runs a Kafka -> Spark -> Kafka query in real-time mode on the lab (or KAFKA_BOOTSTRAP_SERVERS) and prints the three
-latencies Databricks reports (source queuing, processing, end-to-end) plus the sink write that end-to-end leaves out.
+runs the stamped Kafka -> Spark -> Kafka query in real-time mode on KAFKA_BOOTSTRAP_SERVERS (topics created with
+message.timestamp.type=LogAppendTime) and prints, for each row that reaches SINK_TOPIC, the three latencies
+Databricks reports (source queuing, processing, end-to-end) plus the sink write that end-to-end leaves out.
 """
 
-import argparse
 import json
 import os
 import sys
 import tempfile
-import time
 
 # --8<-- [start:progress]
 from pyspark.sql.streaming import StreamingQuery
@@ -31,6 +30,8 @@ def latency_keys_in_progress(query: StreamingQuery) -> set[str]:
 # --8<-- [start:stamps]
 from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
+
+REAL_TIME_INTERVAL = "5 seconds"
 
 
 def jvm_now_ms() -> Column:
@@ -65,7 +66,7 @@ def stamped(raw: DataFrame, transform=lambda df: df) -> DataFrame:
 
 
 def start_stamped_query(
-    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, trigger: dict | None = None
+    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
 ) -> StreamingQuery:
     raw = (
         spark.readStream.format("kafka")
@@ -81,7 +82,7 @@ def start_stamped_query(
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(**(trigger or {"realTime": "5 seconds"}))
+        .trigger(realTime=interval)
         .start()
     )
 
@@ -109,63 +110,14 @@ def latencies(sink_value: dict, sink_append_ms: int) -> dict[str, int]:
 
 # --8<-- [end:latencies]
 
-LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
-
-
-def read_latencies(bootstrap: str, sink: str, expected: int, timeout_s: float = 60.0) -> list[dict]:
-    """Read the sink topic until `expected` rows arrived; return one dict per row (its values and latencies)."""
-    from rtm_lab import topics
-
-    rows = []
-    for record in topics.read_all(bootstrap, sink, expected=expected, timeout_s=timeout_s):
-        value = json.loads(record.value)
-        rows.append({**value, "sink_append_ms": record.timestamp_ms, **latencies(value, record.timestamp_ms)})
-    return rows
-
-
-def produce_paced(bootstrap: str, topic: str, rows: int, rate: float, first_id: int = 0) -> None:
-    """Send `rows` small records at about `rate` per second (paced, so they do not queue in Kafka)."""
-    from rtm_lab import topics
-
-    producer = topics.producer(bootstrap)
-    start = time.monotonic()
-    for i in range(rows):
-        delay = start + i / rate - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        producer.send(topic, key=str(first_id + i).encode(), value=json.dumps({"id": first_id + i}).encode())
-        producer.flush()
-    producer.close()
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=200, help="rows to send while the query runs")
-    parser.add_argument("--rate", type=float, default=50.0, help="rows per second")
-    parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    args = parser.parse_args(argv)
-    if not args.bootstrap:
-        parser.error('no Kafka: pass --bootstrap or run `eval "$(python scripts/lab.py env)"` first')
-    from rtm_lab import latency, topics
-    from rtm_lab.spark import spark_session
-
-    spark = spark_session("latency-metrics")
-    source = topics.create_topic(args.bootstrap, topics.unique_name("lat-src"), 2, LOG_APPEND_TIME)
-    sink = topics.create_topic(args.bootstrap, topics.unique_name("lat-sink"), 2, LOG_APPEND_TIME)
-    query = start_stamped_query(spark, args.bootstrap, source, sink, tempfile.mkdtemp(prefix="latency-"))
-    try:
-        print(f"sending {args.rows} rows at {args.rate}/s ...", file=sys.stderr)
-        produce_paced(args.bootstrap, source, args.rows, args.rate)
-        rows = read_latencies(args.bootstrap, sink, args.rows)
-        for name in ("source_queuing_ms", "processing_ms", "e2e_ms", "sink_write_ms", "kafka_to_kafka_ms"):
-            print(f"{name:18} {latency.format_summary(latency.summarize([r[name] for r in rows]))}")
-        print("Databricks latency keys in OSS progress:", sorted(latency_keys_in_progress(query)) or "none")
-    finally:
-        query.stop()
-        topics.delete_topic(args.bootstrap, source)
-        topics.delete_topic(args.bootstrap, sink)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from kafka import KafkaConsumer
+
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
+    spark = SparkSession.builder.appName("latency-metrics").getOrCreate()
+    bootstrap, (source, sink) = os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1:]
+    query = start_stamped_query(spark, bootstrap, source, sink, tempfile.mkdtemp(prefix="rtm-checkpoint-"))
+    for record in KafkaConsumer(sink, bootstrap_servers=bootstrap, auto_offset_reset="earliest"):
+        print(latencies(json.loads(record.value), record.timestamp))

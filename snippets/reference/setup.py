@@ -1,9 +1,21 @@
-"""Turning real-time mode on from PySpark: the trigger on 4.2+, the py4j route on 4.1, and the settings around it."""
+"""Turning real-time mode on from PySpark: the trigger on 4.2+, the py4j route on 4.1, and the settings around it.
+
+    python snippets/reference/setup.py SOURCE_TOPIC SINK_TOPIC
+
+prints the session's real-time settings, then copies SOURCE_TOPIC to SINK_TOPIC on KAFKA_BOOTSTRAP_SERVERS in
+real-time mode (stop it with Ctrl-C).
+"""
+
+import os
+import sys
+import tempfile
 
 # --8<-- [start:imports]
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+# How often a real-time query checkpoints its progress (5 seconds is the minimum); rows do not wait for it.
+REAL_TIME_INTERVAL = "5 seconds"
 # --8<-- [end:imports]
 
 
@@ -16,7 +28,7 @@ def start_real_time(events: DataFrame, bootstrap: str, topic: str, checkpoint: s
         .option("topic", topic)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")  # the only output mode real-time mode accepts
-        .trigger(realTime="5 seconds")  # how often progress is checkpointed; rows do not wait for it
+        .trigger(realTime=REAL_TIME_INTERVAL)  # how often progress is checkpointed; rows do not wait for it
         .start()
     )
 
@@ -25,7 +37,9 @@ def start_real_time(events: DataFrame, bootstrap: str, topic: str, checkpoint: s
 
 
 # --8<-- [start:py4j]
-def real_time_trigger(writer: DataStreamWriter, spark: SparkSession, interval: str = "5 seconds") -> DataStreamWriter:
+def real_time_trigger(
+    writer: DataStreamWriter, spark: SparkSession, interval: str = REAL_TIME_INTERVAL
+) -> DataStreamWriter:
     """PySpark 4.1 has no `realTime=` keyword; set the JVM trigger on the writer's Java side instead."""
     trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(interval)
     writer._jwrite = writer._jwrite.trigger(trigger)
@@ -52,3 +66,19 @@ def default_real_time_interval_ms(spark: SparkSession) -> int:
 
 
 # --8<-- [end:settings]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
+    spark = SparkSession.builder.appName("rtm-setup").getOrCreate()
+    print(real_time_settings(spark), "default interval ms:", default_real_time_interval_ms(spark))
+    bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
+    events = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", sys.argv[1])
+        .load()
+    )
+    start_real_time(events.select("key", "value"), bootstrap, sys.argv[2], tempfile.mkdtemp()).awaitTermination()

@@ -1,9 +1,9 @@
 """transformWithState in PySpark: a processor that reports how it was called, run in micro-batch and in real-time mode.
 
-    python -m snippets.reference.transform_with_state
+    python snippets/reference/transform_with_state.py TOPIC
 
-runs the processor over a few keyed Kafka rows in micro-batch mode (one call per key per batch) and prints the calls;
-`--jvm` runs the JVM twin (snippets/jvm/rtmlab/CallRecorderProcessor.java) in micro-batch and in real-time mode.
+runs the processor over TOPIC's keyed rows (on KAFKA_BOOTSTRAP_SERVERS) in micro-batch mode and prints the calls: one
+per key per batch. scripts/probes/transform_with_state.py runs the JVM twin (snippets/jvm) in both modes.
 """
 
 import os
@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+REAL_TIME_INTERVAL = "5 seconds"
 
 CALLS_SCHEMA = StructType(
     [
@@ -87,20 +89,6 @@ def start_micro_batch(calls: DataFrame, checkpoint: str, table: str):
 # --8<-- [end:micro_batch]
 
 
-def wait_for_table_rows(spark, query, table: str, count: int, timeout_s: float = 90.0) -> list[Row]:
-    """Poll the memory table until it holds `count` rows (or the query failed, or the timeout passed)."""
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    rows = spark.table(table).collect()
-    while len(rows) < count and time.monotonic() < deadline:
-        if query.exception() is not None:
-            raise query.exception()
-        time.sleep(0.5)
-        rows = spark.table(table).collect()
-    return rows
-
-
 # --8<-- [start:real_time]
 def start_real_time(spark, bootstrap: str, topic: str, sink: str, checkpoint: str):
     """The same processor in real-time mode: OSS 4.3 fails this query once it runs (see the page)."""
@@ -112,19 +100,12 @@ def start_real_time(spark, bootstrap: str, topic: str, sink: str, checkpoint: st
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime="5 seconds")
+        .trigger(realTime=REAL_TIME_INTERVAL)
         .start()
     )
 
 
 # --8<-- [end:real_time]
-
-STATE_STORE = {
-    # transformWithState needs the RocksDB state store; real-time mode sets it by default, micro-batch does not.
-    "spark.sql.streaming.stateStore.providerClass": (
-        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-    ),
-}
 
 
 # --8<-- [start:jvm]
@@ -136,89 +117,23 @@ def jvm_record_calls(spark, events: DataFrame) -> DataFrame:
 # --8<-- [end:jvm]
 
 
-def run_jvm(spark, bootstrap: str, keys: str = "aaabbc", live_keys: str = "aab", timeout_s: float = 90.0) -> dict:
-    """The JVM processor over the same rows in micro-batch mode and in real-time mode; returns both call lists."""
-    import json
-    import time
-
-    from rtm_lab import topics
-
-    source = topics.create_topic(bootstrap, topics.unique_name("tws-jvm"), 2)
-    sink = topics.create_topic(bootstrap, topics.unique_name("tws-jvm-out"), 1)
-    topics.produce_json(bootstrap, source, [{"id": k} for k in keys])
-    result: dict = {"rows": len(keys) + len(live_keys)}
-    try:
-        calls_df = jvm_record_calls(spark, kafka_rows(spark, bootstrap, source))
-        query = start_micro_batch(calls_df, tempfile.mkdtemp(prefix="tws-jvm-mb-"), "jvm_calls")
-        rows = wait_for_table_rows(spark, query, "jvm_calls", len(set(keys)))
-        query.stop()
-        result["micro_batch"] = [json.loads(r.value) for r in rows]
-
-        query = (
-            jvm_record_calls(spark, kafka_rows(spark, bootstrap, source))
-            .writeStream.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("topic", sink)
-            .option("checkpointLocation", tempfile.mkdtemp(prefix="tws-jvm-rt-"))
-            .outputMode("update")
-            .trigger(realTime="5 seconds")
-            .start()
-        )
-        calls: list[dict] = []
-        deadline = time.monotonic() + timeout_s
-        sent_live = False
-        while time.monotonic() < deadline and query.exception() is None:
-            calls = [json.loads(r.value) for r in topics.read_all(bootstrap, sink, expected=10**6, timeout_s=1)]
-            if not sent_live and sum(c["rows_in_call"] for c in calls) >= len(keys):
-                # Live rows, sent while the real-time batch runs; about 200 ms apart.
-                for k in live_keys:
-                    topics.produce_json(bootstrap, source, [{"id": k}])
-                    time.sleep(0.2)
-                sent_live = True
-            if sum(c["rows_in_call"] for c in calls) >= result["rows"]:
-                break
-        result["real_time"] = calls
-        result["real_time_error"] = str(query.exception())[:2000] if query.exception() else None
-        result["real_time_plan"] = query._jsq.explainInternal(False)
-        query.stop()
-    finally:
-        topics.delete_topic(bootstrap, source)
-        topics.delete_topic(bootstrap, sink)
-    return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import json
-
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jvm", action="store_true", help="run the JVM processor (snippets/jvm) in both modes")
-    parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    args = parser.parse_args(argv)
-    if not args.bootstrap:
-        parser.error('no Kafka: pass --bootstrap or run `eval "$(python scripts/lab.py env)"` first')
-    from rtm_lab import jvm, topics
-    from rtm_lab.spark import connector_jars, spark_session
-
-    conf = dict(STATE_STORE)
-    if args.jvm:
-        # spark.jars is read when the session starts: the snippets jar goes in beside the Kafka connector.
-        conf["spark.jars"] = ",".join(str(p) for p in [*connector_jars(), jvm.build()])
-    session = spark_session("transform-with-state", conf=conf)
-    if args.jvm:
-        print(json.dumps(run_jvm(session, args.bootstrap)))
-        return 0
-    name = topics.create_topic(args.bootstrap, topics.unique_name("tws"), 2)
-    topics.produce_json(args.bootstrap, name, [{"id": k} for k in "aaabbc"])
-    query = start_micro_batch(
-        record_calls(kafka_rows(session, args.bootstrap, name)), tempfile.mkdtemp(prefix="tws-"), "tws_calls"
-    )
-    for row in wait_for_table_rows(session, query, "tws_calls", 3):
-        print(row)
-    query.stop()
-    topics.delete_topic(args.bootstrap, name)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from pyspark.sql import SparkSession
+
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS). transformWithState
+    # needs the RocksDB state store; real-time mode sets it by default, micro-batch does not.
+    spark = (
+        SparkSession.builder.appName("transform-with-state")
+        .config(
+            "spark.sql.streaming.stateStore.providerClass",
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        )
+        .getOrCreate()
+    )
+    events = kafka_rows(spark, os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1])
+    query = start_micro_batch(record_calls(events), tempfile.mkdtemp(prefix="rtm-checkpoint-"), "calls")
+    query.processAllAvailable()
+    spark.table("calls").show()
+    query.stop()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rtm_lab.bench_latency import MODES
+from benchmarks.latency import MODES
 
 ROOT = Path(__file__).resolve().parents[2]
 # On a quiet 2-core machine real-time p50 is single-digit ms and micro-batch's hundreds; 5x holds even when the

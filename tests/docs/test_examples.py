@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
+
 from skillgen.markdown import INCLUDE, snippet_text
 
 ROOT = Path(__file__).resolve().parents[2]

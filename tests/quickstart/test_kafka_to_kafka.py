@@ -1,21 +1,11 @@
 """The quick-start pipeline: every event arrives transformed, and Spark really ran it in real-time mode."""
 
 import json
-import time
 
 from rtm_lab import plans, topics
 from snippets.quickstart.kafka_to_kafka import start_pipeline
 
 N_EVENTS = 200
-
-
-def wait_for_plan(query, timeout_s: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    plan = plans.executed_plan(query)
-    while "No physical plan" in plan and time.monotonic() < deadline:
-        time.sleep(0.5)
-        plan = plans.executed_plan(query)
-    return plan
 
 
 def test_every_event_arrives_transformed_in_real_time_mode(spark, lab, kafka_topic, checkpoint, stop_after):
@@ -38,6 +28,5 @@ def test_every_event_arrives_transformed_in_real_time_mode(spark, lab, kafka_top
         assert row["source_ts_ms"] > 0
     assert {r.key for r in records} == {str(i).encode() for i in range(N_EVENTS)}
 
-    plan = wait_for_plan(query)
-    assert plans.REAL_TIME_SCAN in plan, plan
+    plan = plans.wait_for_real_time_scan(query)
     assert "MicroBatchScan" not in plan

@@ -1,10 +1,11 @@
 """At-least-once, shown: rows sent mid-interval are sent again after a restart; committed rows are not."""
 
-import time
 from collections import Counter
 
 from rtm_lab import plans, topics
+from rtm_lab.waiting import wait_until
 from snippets.reference.delivery_semantics import (
+    REAL_TIME_INTERVAL,
     foreach_output,
     latest_per_key,
     rows_committed,
@@ -13,15 +14,9 @@ from snippets.reference.delivery_semantics import (
 )
 
 
-def wait_until(query, condition, timeout_s: float = 60.0, what: str = "condition"):
+def until(query, condition, what: str, timeout_s: float = 60.0):
     """Poll `condition` while the query runs; a query failure raises at once instead of timing out."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        query.awaitTermination(0.3)  # raises if the query failed
-        value = condition()
-        if value:
-            return value
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+    return wait_until(condition, timeout_s, what, interval_s=0.3, abort=query.exception)
 
 
 def planned(query) -> bool:
@@ -37,25 +32,25 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     produce = lambda ids: topics.produce_json(lab.kafka_bootstrap, source, ({"id": i} for i in ids))  # noqa: E731
 
     # Run 1: rows A arrive, and the batches that read them commit (A may span two 5-second batches).
-    q1 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, "5 seconds"))
-    wait_until(q1, lambda: planned(q1), what="the real-time scan")
+    q1 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, REAL_TIME_INTERVAL))
+    until(q1, lambda: planned(q1), "the real-time scan")
     produce(range(0, 5))
-    wait_until(q1, lambda: len(sink_records(lab, sink, 5)) >= 5, what="rows A in the sink")
-    wait_until(q1, lambda: rows_committed(checkpoint) == 5, what="a commit covering rows A")
+    until(q1, lambda: len(sink_records(lab, sink, 5)) >= 5, "rows A in the sink")
+    until(q1, lambda: rows_committed(checkpoint) == 5, "a commit covering rows A")
     q1.stop()
 
     # Run 2: a 60-second interval; rows B reach the sink long before it ends. Stop mid-interval.
     q2 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, "60 seconds"))
-    wait_until(q2, lambda: planned(q2), what="the real-time scan")
+    until(q2, lambda: planned(q2), "the real-time scan")
     produce(range(5, 10))
-    wait_until(q2, lambda: len(sink_records(lab, sink, 10)) >= 10, what="rows B in the sink")
+    until(q2, lambda: len(sink_records(lab, sink, 10)) >= 10, "rows B in the sink")
     assert rows_committed(checkpoint) == 5, "rows B should be in the sink before their batch commits"
     q2.stop()
 
     # Run 3: same checkpoint. B is read again (never committed); A is not. Wait for the batch holding B to commit.
-    q3 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, "5 seconds"))
-    wait_until(q3, lambda: len(sink_records(lab, sink, 15)) >= 15, what="replayed rows")
-    wait_until(q3, lambda: rows_committed(checkpoint) == 10, what="the replay's commit")
+    q3 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, REAL_TIME_INTERVAL))
+    until(q3, lambda: len(sink_records(lab, sink, 15)) >= 15, "replayed rows")
+    until(q3, lambda: rows_committed(checkpoint) == 10, "the replay's commit")
     q3.stop()
 
     records = sink_records(lab, sink, 100)
@@ -81,15 +76,15 @@ def test_python_foreach_gets_few_rows_before_the_interval_ends(
     produce = lambda ids: topics.produce_json(lab.kafka_bootstrap, source, ({"id": i} for i in ids))  # noqa: E731
     written = lambda: foreach_output(str(out))  # noqa: E731
 
-    q1 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, "5 seconds"))
-    wait_until(q1, lambda: planned(q1), what="the real-time scan")
+    q1 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, REAL_TIME_INTERVAL))
+    until(q1, lambda: planned(q1), "the real-time scan")
     produce(range(0, 5))
-    wait_until(q1, lambda: rows_committed(checkpoint) == 5 and len(written()) >= 5, what="rows A written and committed")
+    until(q1, lambda: rows_committed(checkpoint) == 5 and len(written()) >= 5, "rows A written and committed")
     q1.stop()
     after_a = written()
 
     q2 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, "60 seconds"))
-    wait_until(q2, lambda: planned(q2), what="the real-time scan")
+    until(q2, lambda: planned(q2), "the real-time scan")
     produce(range(5, 10))
     q2.awaitTermination(5)  # a window well inside the 60-second interval
     assert written() == after_a, "a Python foreach writer got rows before the interval ended"
@@ -98,8 +93,8 @@ def test_python_foreach_gets_few_rows_before_the_interval_ends(
     assert not delivered_by_stop, "stopping mid-interval flushed buffered rows to the writer"
     assert rows_committed(checkpoint) == 5
 
-    q3 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, "5 seconds"))
-    wait_until(q3, lambda: rows_committed(checkpoint) == 10 and len(written()) >= 10, what="the replay's commit")
+    q3 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, REAL_TIME_INTERVAL))
+    until(q3, lambda: rows_committed(checkpoint) == 10 and len(written()) >= 10, "the replay's commit")
     q3.stop()
 
     counts = Counter(written())

@@ -3,27 +3,12 @@
 import json
 import statistics
 
-from snippets.reference.latency_metrics import (
-    DATABRICKS_LATENCY_KEYS,
-    LOG_APPEND_TIME,
-    latency_keys_in_progress,
-    produce_paced,
-    read_latencies,
-    start_stamped_query,
-)
+from probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
+from rtm_lab.plans import wait_for_first_batch
+from snippets.reference.latency_metrics import DATABRICKS_LATENCY_KEYS, latency_keys_in_progress, start_stamped_query
 
 BACKLOG_ROWS = 20
 LIVE_ROWS = 20
-
-
-def wait_for_progress(query, timeout_s: float = 90.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while not query.recentProgress and time.monotonic() < deadline:
-        assert query.exception() is None, query.exception()
-        time.sleep(0.5)
-    assert query.recentProgress, "no progress event within the timeout"
 
 
 def test_three_latencies_measured_and_oss_progress_has_none(spark, lab, kafka_topic, checkpoint, stop_after):
@@ -54,7 +39,7 @@ def test_three_latencies_measured_and_oss_progress_has_none(spark, lab, kafka_to
     live_queuing = statistics.median(r["source_queuing_ms"] for r in live)
     assert backlog_queuing > 5 * max(live_queuing, 1), (backlog_queuing, live_queuing)
 
-    wait_for_progress(query)
+    wait_for_first_batch(query, timeout_s=90)
     assert latency_keys_in_progress(query) == set()
     progress = json.loads(query.recentProgress[-1].json)
     # What OSS does report per batch: durations of the batch's phases and offsets, not per-row latencies.

@@ -1,14 +1,13 @@
 """Setup claims: how the trigger turns real-time mode on, from Python and through py4j, and the settings around it."""
 
-import time
-
 from pyspark.sql import functions as F
 
+from probes.harness import session_confs
 from rtm_lab import plans, topics
-from snippets.reference.errors import session_confs
 from snippets.reference.setup import (
     ALLOWLIST_CHECK,
     MIN_BATCH_DURATION,
+    REAL_TIME_INTERVAL,
     default_real_time_interval_ms,
     real_time_settings,
     real_time_trigger,
@@ -27,22 +26,12 @@ def kafka_events(spark, lab, topic):
     )
 
 
-def wait_for_real_time_scan(query, timeout_s: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        query.awaitTermination(0.3)  # raises if the query failed
-        plan = plans.executed_plan(query)
-        if plans.REAL_TIME_SCAN in plan:
-            return plan
-    raise AssertionError(f"no {plans.REAL_TIME_SCAN} in the plan after {timeout_s}s")
-
-
 def test_trigger_alone_turns_real_time_mode_on(spark, lab, kafka_topic, checkpoint, stop_after):
     # No enable flag exists in OSS Spark: this session sets none, and the trigger gives a real-time plan.
     assert spark.conf.get("spark.databricks.streaming.realTimeMode.enabled", None) is None
     source, sink = kafka_topic(), kafka_topic()
     query = stop_after(start_real_time(kafka_events(spark, lab, source), lab.kafka_bootstrap, sink, checkpoint))
-    plan = wait_for_real_time_scan(query)
+    plan = plans.wait_for_real_time_scan(query)
     assert "MicroBatchScan" not in plan
 
     topics.produce_json(lab.kafka_bootstrap, source, [{"id": i} for i in range(3)])
@@ -60,8 +49,8 @@ def test_py4j_trigger_gives_a_real_time_plan(spark, lab, kafka_topic, checkpoint
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
     )
-    query = stop_after(real_time_trigger(writer, spark, "5 seconds").start())
-    assert plans.REAL_TIME_SCAN in wait_for_real_time_scan(query)
+    query = stop_after(real_time_trigger(writer, spark, REAL_TIME_INTERVAL).start())
+    assert plans.REAL_TIME_SCAN in plans.wait_for_real_time_scan(query)
     # The running query holds the JVM trigger object the py4j call built.
     assert query._jsq.streamingQuery().trigger().toString() == "RealTimeTrigger(5000)"
 
@@ -91,4 +80,4 @@ def test_lowering_min_batch_duration_admits_a_shorter_interval(spark, lab, kafka
             .trigger(realTime="1 second")
             .start()
         )
-        assert plans.REAL_TIME_SCAN in wait_for_real_time_scan(query)
+        assert plans.REAL_TIME_SCAN in plans.wait_for_real_time_scan(query)

@@ -8,6 +8,7 @@ import tempfile
 
 import pytest
 
+from rtm_lab import standalone, topics
 from snippets.reference import slot_sizing
 from snippets.reference.slot_sizing import SlotNeed, slots_needed
 
@@ -16,14 +17,14 @@ MULTI_STAGE = ("aggregation", "deduplication", "repartition")
 
 def run_examples(bootstrap: str, *args: str) -> subprocess.Popen:
     # One SparkSession per process, and local[N] is fixed when it starts: each slot count gets its own process.
-    cmd = [sys.executable, "-m", "snippets.reference.slot_sizing", "--bootstrap", bootstrap, *args]
+    cmd = [sys.executable, "-m", "probes.slots", "--bootstrap", bootstrap, *args]
     # Spark's log goes to a file: a full stderr pipe would stall the process while nobody reads it.
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=tempfile.TemporaryFile(), text=True)
 
 
 def outcomes(proc: subprocess.Popen, timeout_s: float = 240) -> dict[str, dict]:
     out, _ = proc.communicate(timeout=timeout_s)
-    assert proc.returncode == 0, f"slot_sizing exited with {proc.returncode}; stdout: {out[-2000:]}"
+    assert proc.returncode == 0, f"probes.slots exited with {proc.returncode}; stdout: {out[-2000:]}"
     return {row["example"]: row for row in map(json.loads, out.splitlines())}
 
 
@@ -45,7 +46,7 @@ def local_runs(local_processes):
 
 def test_calculator_reads_exchanges_from_the_plan(spark, lab, kafka_topic):
     topic = kafka_topic(partitions=3)
-    raw = slot_sizing.kafka_rows(spark, lab.kafka_bootstrap, topic)
+    raw = topics.kafka_stream(spark, lab.kafka_bootstrap, topic)
     source_tasks = slot_sizing.kafka_partitions(lab.kafka_bootstrap, topic)
     assert source_tasks == 3
     assert slots_needed(slot_sizing.stateless(raw), source_tasks) == SlotNeed(3, ())
@@ -89,16 +90,14 @@ def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local
 
 
 def test_same_sizing_on_a_standalone_cluster(lab, tmp_path):
-    master, procs = slot_sizing.start_standalone_cluster(workers=2, cores_per_worker=2, work_dir=str(tmp_path))
-    try:
+    with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path) as spark_cluster:
+        master = spark_cluster.master_url
         four = outcomes(run_examples(lab.kafka_bootstrap, "--master", master, "--examples", "aggregation"))
         three = outcomes(
             run_examples(
                 lab.kafka_bootstrap, "--master", master, "--examples", "aggregation", "--conf", "spark.cores.max=3"
             )
         )
-    finally:
-        slot_sizing.stop_standalone_cluster(procs)
     ran, failed = four["aggregation"], three["aggregation"]
     assert failed["error_class"] == "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT", failed
     assert (failed["spark_needs"], failed["spark_free"]) == (4, 3)

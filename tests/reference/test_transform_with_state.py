@@ -4,27 +4,23 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from probes.harness import session_confs
+from probes.transform_with_state import STATE_STORE, wait_for_table_rows
 from rtm_lab import topics
-from snippets.reference.transform_with_state import (
-    STATE_STORE,
-    kafka_rows,
-    record_calls,
-    start_micro_batch,
-    start_real_time,
-    wait_for_table_rows,
-)
+from rtm_lab.waiting import wait_until
+from snippets.reference.errors import error_class
+from snippets.reference.transform_with_state import kafka_rows, record_calls, start_micro_batch, start_real_time
 
 
 @pytest.fixture(scope="module", autouse=True)
 def jvm_process(lab):
     # spark.jars is fixed when a session starts, so the JVM processor runs in its own process with its jar added;
     # started first, it runs while the in-process tests do.
-    cmd = [sys.executable, "-m", "snippets.reference.transform_with_state", "--jvm", "--bootstrap", lab.kafka_bootstrap]
+    cmd = [sys.executable, "-m", "probes.transform_with_state", "--bootstrap", lab.kafka_bootstrap]
     # Spark's log goes to a file: a full stderr pipe would stall the process while nobody reads it.
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
@@ -36,15 +32,8 @@ def jvm_process(lab):
 
 @pytest.fixture
 def rocksdb(spark):
-    previous = {key: spark.conf.get(key, None) for key in STATE_STORE}
-    for key, value in STATE_STORE.items():
-        spark.conf.set(key, value)
-    yield
-    for key, value in previous.items():
-        if value is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, value)
+    with session_confs(spark, STATE_STORE):
+        yield
 
 
 def test_handle_input_rows_is_called_once_per_key_per_micro_batch(
@@ -70,12 +59,8 @@ def test_python_transform_with_state_fails_under_real_time_mode(spark, lab, kafk
     topics.produce_json(lab.kafka_bootstrap, source, [{"id": k} for k in "aab"])
     query = stop_after(start_real_time(spark, lab.kafka_bootstrap, source, sink, checkpoint))
     # start() accepts it; the failure comes when the first batch runs.
-    deadline = time.monotonic() + 120
-    while query.exception() is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    error = query.exception()
-    assert error is not None, "the query kept running"
-    assert "STDS_FAILED_TO_READ_OPERATOR_METADATA" in str(error), str(error)[:2000]
+    error = wait_until(query.exception, 120, "the query to fail", interval_s=0.5)
+    assert error_class(error) == "STDS_FAILED_TO_READ_OPERATOR_METADATA", str(error)[:2000]
     assert topics.read_all(lab.kafka_bootstrap, sink, expected=1, timeout_s=2) == []
 
 
@@ -86,7 +71,7 @@ def test_state_ttl_needs_a_time_mode(spark, lab, kafka_topic, checkpoint, rocksd
     query = stop_after(start_micro_batch(calls_df, checkpoint, "tws_no_time"))
     with pytest.raises(StreamingQueryException) as failure:
         wait_for_table_rows(spark, query, "tws_no_time", 1)
-    assert "STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL" in str(failure.value)
+    assert error_class(failure.value) == "STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL", str(failure.value)
 
 
 def test_jvm_processor_is_called_once_per_row_under_real_time_mode(jvm_process):

@@ -1,176 +1,25 @@
 """What real-time mode accepts in OSS Spark: one case per source, sink and operator, with the outcome Spark gives.
 
-Every case builds a small query, starts it with `trigger(realTime="5 seconds")` and `outputMode("update")`, and is
-observed by `probe()`: it either fails at `start()`, fails once running (the error shows up in `q.exception()`), or
-runs, meaning rows fed after the start came out of the sink. `EXPECTED` in each case is what Spark 4.3.0 does; the
-test runs every case and asserts it, and `scripts/support_matrix.py` renders the page's table from the same list.
+Every case builds a small query, starts it with `trigger(realTime=...)` and `outputMode("update")`, and is observed
+by `probes.harness.probe()`: it either fails at `start()`, fails once running (the error shows up in
+`q.exception()`), or runs, meaning rows fed after the start came out of the sink. `expected` in each case is what
+Spark 4.3.0 does; tests/reference/test_support_matrix.py runs every case and asserts it, and
+`scripts/tables.py support-matrix` renders the page's table from the same list.
 """
 
-# --8<-- [start:imports]
 import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-# --8<-- [end:imports]
-from rtm_lab import plans, topics
-
-RUNS = "runs"
-AT_START = "fails at start()"
-AT_RUN_TIME = "fails at run time"
-
-DBX_REFERENCE = "structured-streaming/real-time/reference"
-DBX_LIMITATIONS = "structured-streaming/real-time/limitations"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    kind: str  # RUNS, AT_START or AT_RUN_TIME
-    error: str | None = None  # the error class Spark names, or the JVM exception class when it names none
-    detail: str = field(default="", compare=False)  # expected: a phrase the message must contain (what it names)
-    message: str = field(default="", compare=False)  # observed: the full message
-
-    def __str__(self) -> str:
-        return self.kind if self.error is None else f"{self.kind}: {self.error}"
-
-
-# --8<-- [start:error_name]
-_CONDITION = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
-
-
-def error_name(exc: BaseException) -> str:
-    """The error class a failure carries, looking through the STREAM_FAILED wrapper a running query adds.
-
-    Some failures carry no error class (e.g. `maxOffsetsPerTrigger`); then the JVM exception class of the
-    innermost cause is the name.
-    """
-    names = [n for n in _CONDITION.findall(str(exc)) if n != "STREAM_FAILED"]
-    if names:
-        return names[0]
-    java_classes = []
-    cause = exc
-    while cause is not None:  # PySpark keeps the JVM exception and its cause chain on private attributes
-        origin = getattr(cause, "_origin", None)
-        if origin is not None and hasattr(origin, "getClass"):
-            java_classes.append(origin.getClass().getName())
-        cause = getattr(cause, "_cause", None)
-    plain = [c for c in java_classes if not c.endswith("StreamingQueryException")]
-    return plain[-1].rsplit(".", 1)[-1] if plain else type(exc).__name__
-
-
-# --8<-- [end:error_name]
-
-
-class Probe:
-    """Everything one case needs: fresh Kafka topics, a sink, and a way to tell whether rows came through."""
-
-    def __init__(self, spark: SparkSession, bootstrap: str, workdir: Path, rows: int = 3):
-        self.spark, self.bootstrap, self.workdir, self.rows = spark, bootstrap, workdir, rows
-        self.source_topics: list[str] = []
-        self.sink_topic: str | None = None
-        self.foreach_dir: Path | None = None
-        self.made_topics: list[str] = []
-        self.workdir.mkdir(parents=True, exist_ok=True)
-
-    def _topic(self, prefix: str) -> str:
-        name = topics.create_topic(self.bootstrap, topics.unique_name(prefix), 2)
-        self.made_topics.append(name)
-        return name
-
-    def kafka(self, reuse_topic: bool = False) -> DataFrame:
-        """A Kafka topic read as a stream: a new topic, or with `reuse_topic` the previous call's topic again."""
-        if reuse_topic:
-            topic = self.source_topics[-1]
-        else:
-            topic = self._topic("matrix-src")
-            self.source_topics.append(topic)
-        return (
-            self.spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", self.bootstrap)
-            .option("subscribe", topic)
-            .option("startingOffsets", "earliest")
-            .load()
-        )
-
-    def writer(self, df: DataFrame) -> DataStreamWriter:
-        return (
-            df.writeStream.option("checkpointLocation", str(self.workdir / "checkpoint"))
-            .outputMode("update")
-            .trigger(realTime="5 seconds")
-        )
-
-    def to_kafka(self, df: DataFrame) -> StreamingQuery:
-        """Write any frame to a new sink topic: every column goes into a JSON value."""
-        self.sink_topic = self._topic("matrix-sink")
-        out = df.select(F.to_json(F.struct(*[F.col(c) for c in df.columns])).alias("value"))
-        return (
-            self.writer(out)
-            .format("kafka")
-            .option("kafka.bootstrap.servers", self.bootstrap)
-            .option("topic", self.sink_topic)
-            .start()
-        )
-
-    def feed(self) -> None:
-        for topic in self.source_topics:
-            topics.produce_json(self.bootstrap, topic, ({"id": i, "k": f"k{i % 2}"} for i in range(self.rows)))
-
-    def arrived(self, query: StreamingQuery) -> bool:
-        if self.sink_topic:
-            return len(topics.read_all(self.bootstrap, self.sink_topic, expected=1, timeout_s=1.0)) > 0
-        if self.foreach_dir:
-            return any(p.stat().st_size > 0 for p in self.foreach_dir.glob("*.jsonl"))
-        progress = query.lastProgress
-        return bool(progress and progress["numInputRows"] > 0)
-
-    def cleanup(self) -> None:
-        for name in self.made_topics:
-            topics.delete_topic(self.bootstrap, name)
-
-
-def _real_time_scan_planned(query: StreamingQuery) -> bool:
-    try:
-        return plans.REAL_TIME_SCAN in plans.executed_plan(query)
-    except Exception:
-        return False  # the query failed while planning; the next awaitTermination() reports why
-
-
-def probe(case: "Case", probe_: Probe, timeout_s: float = 60.0) -> Outcome:
-    """Start the case's query and return its outcome as soon as it is known; the query is always stopped."""
-    try:
-        query = case.start(probe_)
-    except Exception as exc:
-        return Outcome(AT_START, error_name(exc), message=str(exc))
-    fed = False
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            try:
-                query.awaitTermination(0.5)
-            except Exception as exc:
-                return Outcome(AT_RUN_TIME, error_name(exc), message=str(exc))
-            if not query.isActive:
-                exc = query.exception()
-                return Outcome(AT_RUN_TIME, error_name(exc), message=str(exc)) if exc else Outcome("stopped by itself")
-            # Rows go in only once the real-time scan is planned: rows present before the start are read by the
-            # first batch, which a real-time query may hold back until that batch ends.
-            if not fed and _real_time_scan_planned(query):
-                probe_.feed()
-                fed = True
-            if fed and probe_.arrived(query):
-                return Outcome(RUNS)
-        return Outcome(f"no outcome in {timeout_s:.0f}s")
-    finally:
-        query.stop()
-
+from probes.harness import AT_START, RUNS, Outcome, Probe, at_run_time, at_start
 
 # ---- The cases -------------------------------------------------------------------------------------------------
 
@@ -181,7 +30,7 @@ class Case:
     name: str
     start: Callable[[Probe], StreamingQuery]
     expected: Outcome
-    databricks: str  # what the Databricks docs say, with the page in DBX_PAGES
+    databricks: str  # what the Databricks docs say (structured-streaming/real-time/reference and /limitations)
 
     @property
     def id(self) -> str:
@@ -398,15 +247,6 @@ INPUT_NOT_SUPPORTED = "STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED"
 DBX_NOT_LISTED = "not listed"
 
 
-def at_start(error: str, detail: str = "") -> Outcome:
-    return Outcome(AT_START, error, detail)
-
-
-def at_run_time(error: str, detail: str = "") -> Outcome:
-    return Outcome(AT_RUN_TIME, error, detail)
-
-
-# --8<-- [start:cases]
 CASES: list[Case] = [
     Case("Source", "Kafka", _kafka_to_kafka, Outcome(RUNS), "supported"),
     Case("Source", "rate", _rate, at_run_time(INPUT_NOT_SUPPORTED, "RateStreamMicroBatchStream"), DBX_NOT_LISTED),
@@ -508,12 +348,10 @@ CASES: list[Case] = [
         "supported (with some limitations)",
     ),
 ]
-# --8<-- [end:cases]
 
 
 # ---- The page's table ------------------------------------------------------------------------------------------
 
-GENERATED_MARKER = "<!-- generated by `python scripts/support_matrix.py`; do not edit, run it instead -->"
 TEST_PATH = "tests/reference/test_support_matrix.py::test_case"
 
 
@@ -525,17 +363,10 @@ def _cell(outcome: Outcome) -> str:
     return f"✗ fails {where}: `{outcome.error}`{named}"
 
 
-def render_markdown(cases: list[Case] = CASES) -> str:
+def table_rows(cases: list[Case] = CASES) -> tuple[list[str], list[list[str]]]:
+    """The support-matrix table: a header and one row per case."""
     from rtm_lab.versions import SPARK_VERSION
 
-    lines = [
-        GENERATED_MARKER,
-        "",
-        f"| Kind | Case | OSS Spark {SPARK_VERSION} (tested) | Databricks (from its docs) | Test |",
-        "|---|---|---|---|---|",
-    ]
-    for case in cases:
-        lines.append(
-            f"| {case.group} | {case.name} | {_cell(case.expected)} | {case.databricks} | `{TEST_PATH}[{case.id}]` |"
-        )
-    return "\n".join(lines) + "\n"
+    header = ["Kind", "Case", f"OSS Spark {SPARK_VERSION} (tested)", "Databricks (from its docs)", "Test"]
+    rows = [[c.group, c.name, _cell(c.expected), c.databricks, f"`{TEST_PATH}[{c.id}]`"] for c in cases]
+    return header, rows

@@ -1,7 +1,7 @@
 """Latency benchmark: the same Kafka -> Kafka query in each trigger mode, one after another, from broker timestamps.
 
 `scripts/bench.py latency` runs `run()` here. Spark allows one session per process and each mode needs its own
-settings, so every (rate, mode) pair runs in a child process (`python -m rtm_lab.bench_latency --mode ...`), which
+settings, so every (rate, mode) pair runs in a child process (`python -m benchmarks.latency --mode ...`), which
 prints progress lines and writes its result as JSON; the parent relays the lines and gathers the results.
 
 Latency of a record = the sink record's Kafka timestamp minus the source record's, both LogAppendTime (the broker's
@@ -10,16 +10,19 @@ are left out of the percentiles but still counted for delivery.
 """
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from rtm_lab.waiting import WaitTimeout, wait_until
+from snippets.reference.errors import error_class
 
 MODES = ("microbatch_500ms", "microbatch_0", "microbatch_async", "realtime")
 TRIGGERS = {
@@ -141,27 +144,16 @@ def start_query(spark, mode: str, bootstrap: str, source: str, sink: str, checkp
     return writer.start()
 
 
-def wait_for_first_batch(query, timeout_s: float = 120.0) -> float:
-    """Block until the first batch has finished (in real-time mode that is one whole batch interval)."""
-    began = time.monotonic()
-    while query.lastProgress is None:
-        if query.exception() is not None:
-            raise RuntimeError(f"the query failed before its first batch: {query.exception()}")
-        if time.monotonic() - began > timeout_s:
-            raise RuntimeError(f"no batch finished within {timeout_s:.0f}s; is the Kafka broker up?")
-        time.sleep(0.1)
-    return time.monotonic() - began
-
-
 def wait_for_priming(query, reader, expected: int, timeout_s: float = 180.0) -> float:
     """Block until every priming output reached the sink (in real-time mode, up to one batch interval)."""
     began = time.monotonic()
-    while sum(1 for i in list(reader.seen_ids) if i < 0) < expected:
-        if query.exception() is not None:
-            raise RuntimeError(str(query.exception()))
-        if time.monotonic() - began > timeout_s:
-            raise RuntimeError(f"priming events did not arrive within {timeout_s:.0f}s; is the Kafka broker up?")
-        time.sleep(0.05)
+    wait_until(
+        lambda: sum(1 for i in list(reader.seen_ids) if i < 0) >= expected,
+        timeout_s,
+        "the priming events in the sink topic (is the Kafka broker up?)",
+        interval_s=0.05,
+        abort=query.exception,
+    )
     return time.monotonic() - began
 
 
@@ -185,13 +177,6 @@ def batch_stats(query) -> dict:
         "last_batch_id": progress[-1]["batchId"] if progress else None,
         "batch_ms_median": durations[len(durations) // 2] if durations else None,
     }
-
-
-def error_class(exc: BaseException) -> str:
-    """The Spark error class (`[NAME]` at the start of its message), or the first line of the message."""
-    text = str(exc)
-    match = re.search(r"\[([A-Z][A-Z0-9_.]+)\]", text)
-    return match.group(1) if match else text.strip().splitlines()[0][:200]
 
 
 def run_mode(
@@ -251,11 +236,9 @@ def run_mode(
             )
         stats = holder["stats"]
         expected = pipeline.outputs(stats.sent)
-        drain_deadline = time.monotonic() + max(30.0, seconds)
-        while delivered() < expected and time.monotonic() < drain_deadline:
-            if query.exception() is not None:
-                break
-            time.sleep(0.2)
+        # What has not arrived after the drain time is reported as missing, not raised: it is a result.
+        with contextlib.suppress(WaitTimeout):
+            wait_until(lambda: delivered() >= expected or query.exception(), max(30.0, seconds), "the last records")
         reader.stop()
         if query.exception() is not None:
             raise RuntimeError(f"the query failed: {query.exception()}")
@@ -293,7 +276,7 @@ def run_mode(
 
 def child_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rtm_lab.bench_latency",
+        prog="python -m benchmarks.latency",
         description="Run one mode of the latency benchmark in this process and write its result as JSON "
         "(normally started by `scripts/bench.py latency`).",
     )
@@ -323,7 +306,7 @@ def run_child(mode: str, bootstrap: str, rate: float, seconds: float, warmup: fl
         cmd = [
             sys.executable,
             "-m",
-            "rtm_lab.bench_latency",
+            "benchmarks.latency",
             *("--mode", mode, "--bootstrap", bootstrap, "--rate", str(rate), "--seconds", str(seconds)),
             *("--warmup", str(warmup), "--rtm-interval", cfg["rtm_interval"]),
             *("--fetch-wait-ms", str(cfg["kafka_fetch_max_wait_ms"]), "--out", str(out)),
@@ -432,7 +415,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from rtm_lab import lab, latency_report
+    from benchmarks import latency_report
+    from rtm_lab import lab
     from rtm_lab.errors import LabError
 
     preset = QUICK if args.quick else FULL

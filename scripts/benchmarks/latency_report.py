@@ -6,6 +6,11 @@ Both are generated files: the docs include them, nobody edits them by hand.
 import json
 from pathlib import Path
 
+from rtm_lab.generated import markdown_table
+
+TABLE_HEADER = ["mode", "trigger", "measured", "missing", "p50 ms", "p95 ms", "p99 ms", "max ms"]
+TABLE_ALIGN = ["", "", "right", "right", "right", "right", "right", "right"]
+
 MODE_LABELS = {
     "microbatch_500ms": "micro-batch, 500 ms trigger",
     "microbatch_0": "micro-batch, no trigger interval",
@@ -60,21 +65,18 @@ def markdown(result: dict) -> str:
             f"**{rate:,.0f} events/s**, {result['seconds']:.0f} s per mode, first {result['warmup_s']:.0f} s "
             "of events left out of the percentiles (end-to-end, Kafka in -> Kafka out, broker LogAppendTime stamps)",
             "",
-            "| mode | trigger | measured | missing | p50 ms | p95 ms | p99 ms | max ms |",
-            "|---|---|--:|--:|--:|--:|--:|--:|",
         ]
+        rows = []
         for mode, m in modes.items():
+            label, trigger = MODE_LABELS.get(mode, mode), f"`{result['triggers'].get(mode, '')}`"
             if m.get("error"):
-                lines.append(
-                    f"| {MODE_LABELS.get(mode, mode)} | `{result['triggers'].get(mode, '')}` | "
-                    f"query failed: `{m['error']}` | | | | | |"
-                )
+                rows.append([label, trigger, f"query failed: `{m['error']}`", "", "", "", "", ""])
                 continue
-            lines.append(
-                f"| {MODE_LABELS.get(mode, mode)} | `{result['triggers'].get(mode, '')}` | {m.get('n', 0):,} | "
-                f"{m.get('missing', '-')} | {_ms(m.get('p50_ms'))} | {_ms(m.get('p95_ms'))} | "
-                f"{_ms(m.get('p99_ms'))} | {_ms(m.get('max_ms'))} |"
+            rows.append(
+                [label, trigger, f"{m.get('n', 0):,}", m.get("missing", "-")]
+                + [_ms(m.get(key)) for key in ("p50_ms", "p95_ms", "p99_ms", "max_ms")]
             )
+        lines.append(markdown_table(TABLE_HEADER, rows, TABLE_ALIGN).rstrip("\n"))
         r = ratio(modes)
         if r is not None:
             lines += ["", f"Micro-batch (500 ms) p50 / real-time p50: **{r:,.0f}x**."]

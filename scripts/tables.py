@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Write every generated results table under docs/results, or check that each is current.
+
+  python scripts/tables.py support-matrix        the support matrix, from the cases its test runs
+  python scripts/tables.py errors                the errors table, from the mistakes its test runs
+  python scripts/tables.py latency               latency.md (and latency.png) from the latency benchmark's JSON
+  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink   likewise, from their benchmark's JSON
+  python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
+
+The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rtm_lab.generated import generated_note, markdown_table, write_or_check
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+@dataclass(frozen=True)
+class Table:
+    output: str  # file name under docs/results
+    render: Callable[[], str]
+
+
+def _cases_table(name: str, rows: Callable) -> Callable[[], str]:
+    def render() -> str:
+        header, body = rows()
+        return generated_note(f"python scripts/tables.py {name}") + "\n\n" + markdown_table(header, body)
+
+    return render
+
+
+def _support_matrix_rows():
+    from probes.support_matrix import table_rows
+
+    return table_rows()
+
+
+def _mistakes_rows():
+    from probes.mistakes import table_rows
+
+    return table_rows()
+
+
+def _from_json(json_name: str, markdown: Callable[[], Callable[[dict], str]]) -> Callable[[], str]:
+    def render() -> str:
+        path = RESULTS / json_name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist: run its benchmark first (see docs/benchmarks/).")
+        return markdown()(json.loads(path.read_text()))
+
+    return render
+
+
+def _latency_markdown():
+    from benchmarks.latency_report import markdown
+
+    return markdown
+
+
+def _kafka_tuning_markdown():
+    from probes.kafka_tuning import markdown
+
+    return markdown
+
+
+def _sink_markdown():
+    from rtm_lab.bench_sink import markdown
+
+    return markdown
+
+
+TABLES = {
+    "support-matrix": Table("support-matrix.md", _cases_table("support-matrix", _support_matrix_rows)),
+    "errors": Table("errors.md", _cases_table("errors", _mistakes_rows)),
+    "latency": Table("latency.md", _from_json("latency.json", _latency_markdown)),
+    "ad-attribution-latency": Table(
+        "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", _latency_markdown)
+    ),
+    "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", _kafka_tuning_markdown)),
+    "sink": Table("sink.md", _from_json("sink.json", _sink_markdown)),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="tables.py",
+        description=__doc__.split("\n\n")[0],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("name", choices=[*TABLES, "all"], help="which table")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is stale or missing")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the results folder (%(default)s)")
+    args = parser.parse_args(argv)
+    names = list(TABLES) if args.name == "all" else [args.name]
+    failed = 0
+    for name in names:
+        try:
+            text = TABLES[name].render()
+        except FileNotFoundError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        failed |= write_or_check(
+            text, args.results / TABLES[name].output, args.check, f"python scripts/tables.py {name}"
+        )
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
