@@ -5,7 +5,8 @@ import argparse
 import shlex
 import sys
 
-from rtm_lab import bench_latency, bench_sink
+from benchmarks import sink as bench_sink
+from rtm_lab import bench_latency
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

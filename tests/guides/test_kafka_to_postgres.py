@@ -158,7 +158,7 @@ def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, t
     env = dict(os.environ, SPARK_MASTER="local[4,2]")
     run = subprocess.run(
         [
-            *(sys.executable, "-m", "rtm_lab.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
+            *(sys.executable, "-m", "probes.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
             *("--dsn", lab.postgres_dsn, "--schema", pg_schema, "--checkpoint", str(tmp_path / "checkpoint")),
             *("--marker", str(marker), "--poison-key", str(poison)),
             *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),

@@ -19,11 +19,13 @@ from snippets.guides.postgres_sink import (
     redacted,
     server_connection_limit,
 )
+from tests.guides.conftest import with_password
 
 TABLE = "events"
 
 
-def event(key: int, created_ms: int | None = None) -> dict:
+def event(key: int, created_ms: int | None = None, offset: int | None = None) -> dict:
+    """A row as parse_events() hands it to the writer: the columns, the Kafka coordinates, no dead-letter reason."""
     return {
         "id": key,
         "user_name": f"u{key}",
@@ -31,6 +33,12 @@ def event(key: int, created_ms: int | None = None) -> dict:
         "payload": "x",
         "created_ms": created_ms if created_ms is not None else time.time_ns() // 1_000_000,
         "dlq_reason": None,
+        "raw_value": None,
+        "kafka_topic": "direct",
+        "kafka_partition": 0,
+        "kafka_offset": key if offset is None else offset,
+        "kafka_timestamp": None,
+        "kafka_key": None,
     }
 
 
@@ -120,18 +128,21 @@ def test_lost_connection_keeps_buffered_rows(lab, pg_schema, caplog):
     assert "retry 1" in caplog.text
 
 
-def test_password_is_never_logged(lab, pg_schema, caplog):
-    secret = "s3cret-never-logged"
-    parts = psycopg2.extensions.parse_dsn(lab.postgres_dsn)
-    parts["password"] = secret
-    dsn = psycopg2.extensions.make_dsn(**parts)
-    sink = PostgresSink(SinkConfig(dsn=dsn, schema=pg_schema, table=TABLE, reconnect_for_s=1.0, connect_timeout_s=2))
+def test_wrong_password_fails_at_once_and_is_never_logged(lab, pg_schema, caplog):
+    """An authentication failure is not transient: no retry, no wait for the reconnect window, no password shown."""
+    dsn = with_password(lab.postgres_dsn, "s3cret-never-logged")
+    config = SinkConfig(dsn=dsn, schema=pg_schema, table=TABLE, reconnect_for_s=120.0)
+    sink = PostgresSink(config)
+    began = time.monotonic()
     with caplog.at_level(logging.DEBUG), pytest.raises(psycopg2.OperationalError) as failure:
         sink.open(0, 0)
+    elapsed = time.monotonic() - began
     assert "password authentication failed" in str(failure.value)
-    assert "retry" in caplog.text  # it did log the reconnect attempts
-    assert secret not in caplog.text and secret not in str(failure.value)
-    assert secret not in redacted(dsn) and "password" not in redacted(dsn)
+    assert "retry" not in caplog.text
+    assert elapsed < config.reconnect_for_s / 10  # it did not sit out the reconnect window
+    for text in (caplog.text, str(failure.value), repr(config), redacted(dsn)):
+        assert "s3cret-never-logged" not in text
+    assert "password" not in redacted(dsn)
 
 
 def test_identifiers_are_quoted_so_a_table_name_cannot_inject_sql(lab, pg_schema):

@@ -7,7 +7,8 @@ import argparse
 import os
 from pathlib import Path
 
-from snippets.guides.postgres_sink import PostgresSink
+from snippets.guides.kafka_to_postgres import start_pipeline
+from snippets.guides.postgres_sink import PostgresSink, SinkConfig
 
 
 class FailOnceSink(PostgresSink):
@@ -38,8 +39,6 @@ def main() -> None:
 
     from rtm_lab import sink_check
     from rtm_lab.spark import spark_session
-    from snippets.guides.kafka_to_postgres import start_pipeline
-    from snippets.guides.postgres_sink import SinkConfig
 
     spark = spark_session("rtm-fault")
     config = SinkConfig(dsn=args.dsn, schema=args.schema, table="events", max_rows=200, max_dwell_ms=50)
