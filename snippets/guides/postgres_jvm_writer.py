@@ -80,6 +80,7 @@ def jdbc_target(dsn: str) -> JdbcTarget:
         raise UnsupportedDsnError(f"{len(hosts)} hosts but {len(ports)} ports in the DSN.")
     user = parts.pop("user", "")
     password = parts.pop("password", None)
+    dbname = parts.pop("dbname", None) or user
     params = {}
     for key, value in parts.items():
         if key in SET_BY_THE_WRITER:
@@ -98,7 +99,6 @@ def jdbc_target(dsn: str) -> JdbcTarget:
                 "`openssl pkcs8 -topk8 -outform DER -nocrypt -in client.key -out client.pk8`."
             )
         params[LIBPQ_TO_JDBC[key]] = value
-    dbname = parts.pop("dbname", None) or user
     if not dbname:
         raise UnsupportedDsnError("The DSN names no dbname and no user to default it to.")
     netloc = ",".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in zip(hosts, ports, strict=True))
