@@ -1,6 +1,7 @@
-"""Faults for the Postgres pipeline's tests: a sink whose task fails once, and a runner that retries failed tasks.
+"""Faults and observations for the Postgres pipeline's tests: a sink whose task fails once, a sink that records
+Spark's calls, and a runner that retries failed tasks.
 
-The failing sink must live in an installed module (not a test file) because Spark's Python workers unpickle it.
+These sinks live in an installed module (not a test file) because Spark's Python workers unpickle them.
 """
 
 import argparse
@@ -24,6 +25,32 @@ class FailOnceSink(PostgresSink):
             Path(self.marker).write_text(f"failed partition {self.partition_id} epoch {self.epoch_id}\n")
             raise RuntimeError(f"injected failure at key {self.poison_key}")
         super().process(row)
+
+
+class RecordingSink(PostgresSink):
+    """A PostgresSink that appends one line per open() and close() call to `log_path` (partition, epoch, rows seen,
+    error), so a test can check how Spark drives a foreach writer under a real query."""
+
+    def __init__(self, config, log_path: str):
+        super().__init__(config)
+        self.log_path = log_path
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.seen = 0
+        self._record(f"open {partition_id} {epoch_id}")
+        return super().open(partition_id, epoch_id)
+
+    def process(self, row) -> None:
+        self.seen += 1
+        super().process(row)
+
+    def close(self, error) -> None:
+        self._record(f"close {self.partition_id} {self.epoch_id} {self.seen} {type(error).__name__}")
+        super().close(error)
+
+    def _record(self, line: str) -> None:
+        with open(self.log_path, "a") as out:
+            out.write(line + "\n")
 
 
 def main() -> None:
