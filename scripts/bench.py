@@ -6,7 +6,7 @@ import shlex
 import sys
 
 from benchmarks import latency as bench_latency
-from rtm_lab import bench_sink
+from benchmarks import sink as bench_sink
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

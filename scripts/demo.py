@@ -15,7 +15,8 @@ import tempfile
 import threading
 import time
 
-from rtm_lab import bench_sink, lab, latency, loadgen, plans, topics
+from benchmarks import sink as bench_sink
+from rtm_lab import jvm, lab, latency, loadgen, plans, topics
 from rtm_lab.errors import LabError
 from rtm_lab.spark import spark_session
 from snippets.quickstart.kafka_to_kafka import start_pipeline
@@ -69,9 +70,7 @@ def postgres_demo(state, args, say) -> int:
     say(f"spark     starting local[{slots}] ({scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
     conf = {"spark.sql.shuffle.partitions": str(scenario.partitions)}
     if scenario.writer == "jvm":
-        from snippets.guides.postgres_jvm_writer import session_jars
-
-        conf["spark.jars"] = session_jars()
+        conf["spark.jars"] = jvm.session_jars()
     spark = spark_session("rtm-demo-postgres", slots=slots, conf=conf)
     say(f"query     Kafka -> real-time mode -> Postgres; producing {args.rate:.0f} events/s for {args.seconds:.0f}s")
     run = bench_sink.run_scenario(spark, state, scenario, say, keep_tables=True, prefix="demo")

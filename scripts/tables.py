@@ -71,7 +71,7 @@ def _kafka_tuning_markdown():
 
 
 def _sink_markdown():
-    from rtm_lab.bench_sink import markdown
+    from benchmarks.sink import markdown
 
     return markdown
 

@@ -1,15 +1,16 @@
-"""Compile the project's small JVM pieces (Java sources under snippets/jvm/) into a jar Spark can load.
+"""Compile the project's small JVM pieces (Java sources under snippets/jvm/rtmlab/) into a jar Spark can load.
 
 Some things OSS real-time mode runs well only on the JVM (a ForeachWriter, a StatefulProcessor). The sources are
-snippets like any other: pages include them, and this builds them with the JDK's javac against PySpark's own jars,
-rebuilding only when a source changes.
+snippets like any other: pages include them, and the build is the page's own recipe (`snippets/jvm/build_writer.sh`,
+javac against PySpark's jars, then jar), run here with this JDK and this venv's Python, rebuilding only when a
+source or the recipe changes.
 """
 
 import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
 from rtm_lab import jars
@@ -18,12 +19,7 @@ from rtm_lab.java import java_executable
 from rtm_lab.paths import PROJECT_ROOT, state_dir
 
 JVM_SOURCES = PROJECT_ROOT / "snippets" / "jvm"
-
-
-def pyspark_jars() -> list[Path]:
-    import pyspark
-
-    return sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+BUILD_SCRIPT = JVM_SOURCES / "build_writer.sh"
 
 
 def _javac() -> str:
@@ -39,35 +35,32 @@ def _javac() -> str:
     return found
 
 
-def build(
-    sources: Path = JVM_SOURCES, jar_groups: tuple[str, ...] = ("spark-kafka-connector", "postgres-jdbc")
-) -> Path:
-    """Compile every .java file under `sources` into one jar; return its path (cached by a hash of the sources)."""
-    files = sorted(sources.rglob("*.java"))
+def build(sources: Path = JVM_SOURCES) -> Path:
+    """Compile every .java file under `sources`/rtmlab into one jar with the page's build recipe; return its path
+    (cached by a hash of the sources and the recipe)."""
+    files = sorted((sources / "rtmlab").glob("*.java"))
     if not files:
-        raise LabError(f"No Java sources under {sources}.")
+        raise LabError(f"No Java sources under {sources / 'rtmlab'}.")
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(str(path.relative_to(sources)).encode())
+    for path in [*files, BUILD_SCRIPT]:
+        digest.update(path.name.encode())
         digest.update(path.read_bytes())
     target = state_dir() / "jvm" / f"rtm-snippets-{digest.hexdigest()[:12]}.jar"
     if target.exists():
         return target
-    classpath = [*pyspark_jars()]
-    for group in jar_groups:
-        classpath += jars.ensure(group, quiet=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as classes:
-        result = subprocess.run(
-            [_javac(), "-nowarn", "--release", "17", "-cp", os.pathsep.join(map(str, classpath)), "-d", classes]
-            + [str(f) for f in files],
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            raise LabError(f"javac failed on {sources}:\n{result.stderr[-3000:]}")
-        jar_tool = Path(_javac()).with_name("jar")
-        packed = subprocess.run([str(jar_tool), "cf", str(target), "-C", classes, "."], capture_output=True, text=True)
-        if packed.returncode != 0:
-            raise LabError(f"Packing {target} failed:\n{packed.stderr[-2000:]}")
+    javac = _javac()
+    env = dict(os.environ, OUT=str(target), PYTHON=sys.executable, JAVAC=javac, JAR=str(Path(javac).with_name("jar")))
+    result = subprocess.run(["sh", str(BUILD_SCRIPT)], cwd=sources, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        target.unlink(missing_ok=True)
+        raise LabError(f"{BUILD_SCRIPT.name} failed in {sources}:\n{result.stderr[-3000:]}")
     return target
+
+
+def session_jars() -> str:
+    """spark.jars for a session that can load the JVM snippets: the Kafka connector, their jar and PgJDBC."""
+    from rtm_lab.spark import connector_jars
+
+    paths = [*connector_jars(), build(), *jars.ensure("postgres-jdbc", quiet=True)]
+    return ",".join(str(p) for p in paths)

@@ -58,12 +58,13 @@ def wait_for(
     timeout_s: float = 90.0,
     query=None,
     progress=None,
+    dead_letter_table: str | None = "dead_letter",
 ) -> SinkCounts:
     """Poll until the table holds `rows` rows and `dead_letters` dead letters, the timeout passes, or `query`
     (a StreamingQuery) fails; return the last counts either way."""
     deadline = time.monotonic() + timeout_s
     while True:
-        found = counts(dsn, schema, table)
+        found = counts(dsn, schema, table, dead_letter_table)
         if progress:
             progress(found)
         done = found.rows >= rows and found.dead_letters >= dead_letters

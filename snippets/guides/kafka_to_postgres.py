@@ -31,6 +31,8 @@ EVENT_SCHEMA = StructType(
     ]
 )
 MAX_VALUE_BYTES = 16 * 1024
+# How long each real-time batch runs: offsets are committed (and a Python writer's rows released) at its end.
+REAL_TIME_INTERVAL = "5 seconds"
 
 
 def dead_letter_reason(value: Column, event: Column, max_bytes: int) -> Column:
@@ -47,9 +49,16 @@ def dead_letter_reason(value: Column, event: Column, max_bytes: int) -> Column:
 def parse_events(raw: DataFrame, max_value_bytes: int = MAX_VALUE_BYTES) -> DataFrame:
     value = F.col("value").cast("string")
     event = F.from_json(value, EVENT_SCHEMA, {"columnNameOfCorruptRecord": "_corrupt"})
-    parsed = raw.select(value.alias("value"), event.alias("e"), "topic", "partition", "offset").withColumn(
-        "dlq_reason", dead_letter_reason(F.col("value"), F.col("e"), max_value_bytes)
-    )
+    parsed = raw.select(
+        F.col("value").alias("raw"),
+        value.alias("value"),
+        event.alias("e"),
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "key",
+    ).withColumn("dlq_reason", dead_letter_reason(F.col("value"), F.col("e"), max_value_bytes))
     good = F.col("dlq_reason").isNull()
     return parsed.select(
         F.when(good, F.col("e.id")).alias("id"),
@@ -60,8 +69,10 @@ def parse_events(raw: DataFrame, max_value_bytes: int = MAX_VALUE_BYTES) -> Data
         F.col("topic").alias("kafka_topic"),
         F.col("partition").alias("kafka_partition"),
         F.col("offset").alias("kafka_offset"),
-        # Only dead letters carry their raw value: good rows would ship it to the writer for nothing.
-        F.when(~good, F.col("value")).alias("raw_value"),
+        F.col("timestamp").alias("kafka_timestamp"),
+        F.col("key").alias("kafka_key"),
+        # Only dead letters carry their raw bytes (binary, kept as bytea): good rows would ship them for nothing.
+        F.when(~good, F.col("raw")).alias("raw_value"),
         "dlq_reason",
         # Dead letters get a key of their own so deduplication never folds two of them together.
         F.when(good, F.col("e.id").cast("string"))
@@ -93,23 +104,22 @@ def start_pipeline(
     writer,
     checkpoint: str,
     dedup: bool = False,
-    real_time: str = "5 seconds",
+    real_time: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
+    """`writer` is a Python ForeachWriter (PostgresSink) or a JVM one (the PostgresUpsertWriter's py4j object)."""
     events = parse_events(read_kafka(spark, bootstrap, topic))
     if dedup:
         # Stateful; real-time mode accepts it from Spark 4.3. Without a watermark the state keeps every key seen.
         events = events.dropDuplicates(["dedup_key"])
-    if isinstance(writer, JavaObject):  # a JVM ForeachWriter: see postgres_jvm_writer.py
-        from snippets.guides.postgres_jvm_writer import start_with_jvm_writer
-
-        return start_with_jvm_writer(events, writer, checkpoint, real_time)
-    return (
-        events.writeStream.foreach(writer)
-        .option("checkpointLocation", checkpoint)
-        .outputMode("update")
-        .trigger(realTime=real_time)
-        .start()
+    stream = (
+        events.writeStream.option("checkpointLocation", checkpoint).outputMode("update").trigger(realTime=real_time)
     )
+    if isinstance(writer, JavaObject):
+        # PySpark's foreach() takes Python writers only; the JVM DataStreamWriter takes any ForeachWriter[Row].
+        stream._jwrite = stream._jwrite.foreach(writer)
+    else:
+        stream = stream.foreach(writer)
+    return stream.start()
 
 
 # --8<-- [end:pipeline]

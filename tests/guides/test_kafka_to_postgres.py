@@ -6,12 +6,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 
 import psycopg2
 
+from probes.faults import RecordingSink
 from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, postgres, sink_check
 from rtm_lab.paths import state_dir
+from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
@@ -158,7 +161,7 @@ def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, t
     env = dict(os.environ, SPARK_MASTER="local[4,2]")
     run = subprocess.run(
         [
-            *(sys.executable, "-m", "rtm_lab.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
+            *(sys.executable, "-m", "probes.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
             *("--dsn", lab.postgres_dsn, "--schema", pg_schema, "--checkpoint", str(tmp_path / "checkpoint")),
             *("--marker", str(marker), "--poison-key", str(poison)),
             *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),
@@ -174,3 +177,29 @@ def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, t
     assert found.distinct_keys == len(events.keys) and found.duplicate_keys == 0
     assert set(sink_check.keys(lab.postgres_dsn, pg_schema, TABLE)) == events.keys
     assert found.dead_letters == events.bad
+
+
+def test_spark_opens_and_closes_the_writer_once_per_task_and_real_time_batch(
+    spark, lab, kafka_topic, pg_schema, checkpoint, tmp_path, stop_after
+):
+    """What the page says about the lifecycle: per task and real-time batch one open(), the rows, one close(None)
+    when the batch ends; every row goes through process() once when nothing fails."""
+    topic = kafka_topic(partitions=2)
+    config = make_sink(lab, pg_schema)
+    calls = tmp_path / "calls.log"
+    events = produce(lab, topic, count=300)
+    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, topic, RecordingSink(config, str(calls)), checkpoint))
+    sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, len(events.keys), timeout_s=90, query=query)
+    wait_until(lambda: len(query.recentProgress) >= 3, 60, "three finished real-time batches", abort=query.exception)
+    query.stop()
+    finished = {p["batchId"] for p in query.recentProgress}
+    lines = [line.split() for line in calls.read_text().splitlines()]
+    opens = Counter((int(p), int(e)) for kind, p, e, *_ in lines if kind == "open")
+    closes = [
+        (int(p), int(e), int(seen), error) for kind, p, e, seen, error in (ln for ln in lines if ln[0] == "close")
+    ]
+    for epoch in finished:
+        assert {p: n for (p, e), n in opens.items() if e == epoch} == {0: 1, 1: 1}, epoch  # one open per task
+        ended = [c for c in closes if c[1] == epoch]
+        assert sorted(c[0] for c in ended) == [0, 1] and all(c[3] == "NoneType" for c in ended), ended
+    assert sum(c[2] for c in closes) == len(events.keys)  # each row once, in the batch that read it

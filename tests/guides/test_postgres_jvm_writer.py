@@ -1,11 +1,13 @@
 """The JVM PostgresUpsertWriter attached from PySpark: same exact reconciliation as the Python sink, and its rows
 reach Postgres far sooner than a Python foreach writer's in the same real-time query conditions."""
 
+import json
 import time
 
 import numpy as np
 
 from rtm_lab import loadgen, sink_check
+from rtm_lab.paths import PROJECT_ROOT
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
@@ -56,3 +58,13 @@ def test_jvm_writer_beats_python_writer_latency(spark, lab, kafka_topic, pg_sche
         assert len(samples) == len(events.keys)
         p50[name] = float(np.percentile(samples, 50))
     assert p50["py_events"] > 3 * p50["jvm_events"], p50
+
+
+def test_the_page_names_the_pinned_pgjdbc():
+    """The Maven coordinate a reader fetches PgJDBC by is the version the lab pins and every test runs with."""
+    lock = json.loads((PROJECT_ROOT / "scripts" / "rtm_lab" / "jars.lock.json").read_text())
+    (pgjdbc,) = lock["groups"]["postgres-jdbc"]
+    page = (PROJECT_ROOT / "docs" / "guides" / "postgres-sink.md").read_text()
+    version = pgjdbc["version"]
+    assert f"`{pgjdbc['group']}:{pgjdbc['artifact']}:{version}`" in page
+    assert f"postgresql-{version}.jar" in page

@@ -4,12 +4,15 @@ buffered row, upserts keep the newest version, the password never reaches a log,
 the connection budget check fails clearly."""
 
 import logging
+import threading
 import time
 
 import psycopg2
 import pytest
+from psycopg2 import sql
 
 from rtm_lab import sink_check
+from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import (
     ConnectionBudgetError,
     PostgresSink,
@@ -19,11 +22,13 @@ from snippets.guides.postgres_sink import (
     redacted,
     server_connection_limit,
 )
+from tests.guides.conftest import with_password
 
 TABLE = "events"
 
 
-def event(key: int, created_ms: int | None = None) -> dict:
+def event(key: int, created_ms: int | None = None, offset: int | None = None) -> dict:
+    """A row as parse_events() hands it to the writer: the columns, the Kafka coordinates, no dead-letter reason."""
     return {
         "id": key,
         "user_name": f"u{key}",
@@ -31,6 +36,12 @@ def event(key: int, created_ms: int | None = None) -> dict:
         "payload": "x",
         "created_ms": created_ms if created_ms is not None else time.time_ns() // 1_000_000,
         "dlq_reason": None,
+        "raw_value": None,
+        "kafka_topic": "direct",
+        "kafka_partition": 0,
+        "kafka_offset": key if offset is None else offset,
+        "kafka_timestamp": None,
+        "kafka_key": None,
     }
 
 
@@ -120,18 +131,21 @@ def test_lost_connection_keeps_buffered_rows(lab, pg_schema, caplog):
     assert "retry 1" in caplog.text
 
 
-def test_password_is_never_logged(lab, pg_schema, caplog):
-    secret = "s3cret-never-logged"
-    parts = psycopg2.extensions.parse_dsn(lab.postgres_dsn)
-    parts["password"] = secret
-    dsn = psycopg2.extensions.make_dsn(**parts)
-    sink = PostgresSink(SinkConfig(dsn=dsn, schema=pg_schema, table=TABLE, reconnect_for_s=1.0, connect_timeout_s=2))
+def test_wrong_password_fails_at_once_and_is_never_logged(lab, pg_schema, caplog):
+    """An authentication failure is not transient: no retry, no wait for the reconnect window, no password shown."""
+    dsn = with_password(lab.postgres_dsn, "s3cret-never-logged")
+    config = SinkConfig(dsn=dsn, schema=pg_schema, table=TABLE, reconnect_for_s=120.0)
+    sink = PostgresSink(config)
+    began = time.monotonic()
     with caplog.at_level(logging.DEBUG), pytest.raises(psycopg2.OperationalError) as failure:
         sink.open(0, 0)
+    elapsed = time.monotonic() - began
     assert "password authentication failed" in str(failure.value)
-    assert "retry" in caplog.text  # it did log the reconnect attempts
-    assert secret not in caplog.text and secret not in str(failure.value)
-    assert secret not in redacted(dsn) and "password" not in redacted(dsn)
+    assert "retry" not in caplog.text
+    assert elapsed < config.reconnect_for_s / 10  # it did not sit out the reconnect window
+    for text in (caplog.text, str(failure.value), repr(config), redacted(dsn)):
+        assert "s3cret-never-logged" not in text
+    assert "password" not in redacted(dsn)
 
 
 def test_identifiers_are_quoted_so_a_table_name_cannot_inject_sql(lab, pg_schema):
@@ -199,3 +213,83 @@ def test_hot_key_updates_leave_dead_tuples_and_the_buffer_folds_them(lab, pg_sch
     inserted, updated, _ = table_writes(lab, pg_schema, expect_inserts=2)
     assert (inserted, updated) == (2, versions - 1)  # the 100 versions of key 2 cost one INSERT
     assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE) == {1: versions - 1, 2: versions - 1}
+
+
+def hold_row_lock(lab, schema: str, key: int, seconds: float) -> threading.Thread:
+    """Another session locks row `key` for `seconds`: a writer's upsert of that key waits for it."""
+    conn = psycopg2.connect(lab.postgres_dsn)
+    with conn.cursor() as cur:
+        cur.execute(sql.SQL("SELECT id FROM {} WHERE id = %s FOR UPDATE").format(sql.Identifier(schema, TABLE)), (key,))
+    thread = threading.Timer(seconds, lambda: (conn.rollback(), conn.close()))
+    thread.start()
+    return thread
+
+
+def test_statement_timeout_cancels_a_blocked_flush_which_is_retried(lab, pg_schema, caplog):
+    sink = sink_for(lab, pg_schema, max_rows=1, statement_timeout_ms=200)
+    sink.open(0, 0)
+    sink.process(event(1, created_ms=1))
+    release = hold_row_lock(lab, pg_schema, key=1, seconds=1.5)
+    with caplog.at_level(logging.WARNING, logger="postgres_sink"):
+        sink.process(event(1, created_ms=2))  # waits on the lock: cancelled (57014, transient), retried, then through
+    release.join()
+    sink.close(None)
+    assert "canceling statement due to statement timeout" in caplog.text
+    assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE) == {1: 2}
+
+
+def test_close_with_an_error_waits_for_a_timed_flush_in_progress(lab, pg_schema, caplog):
+    """close(error) takes the writer's lock, so it can't close the connection under the timer's flush."""
+    sink = sink_for(lab, pg_schema, max_rows=1000, max_dwell_ms=20)
+    sink.open(0, 0)
+    sink.process(event(1, created_ms=1))
+    wait_until(lambda: stored(lab, pg_schema) == 1, 10, "the first timed flush")
+    hold = 1.0
+    release = hold_row_lock(lab, pg_schema, key=1, seconds=hold)
+    sink.process(event(1, created_ms=2))  # the timer's next flush blocks on the lock
+    time.sleep(0.2)
+    began = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="postgres_sink"):
+        sink.close(RuntimeError("the task failed"))
+    waited = time.monotonic() - began
+    release.join()
+    assert waited > (hold - 0.2) / 2  # close() waited for the flush instead of cutting its connection
+    assert sink.failure is None and "retry" not in caplog.text
+    assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE) == {1: 2}
+
+
+def test_password_command_is_run_again_on_reconnect(lab, pg_schema, tmp_path, set_role_password):
+    secret = tmp_path / "secret"
+    secret.write_text(psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"])
+    config = SinkConfig(
+        dsn=with_password(lab.postgres_dsn, None),
+        schema=pg_schema,
+        table=TABLE,
+        max_rows=1000,
+        max_dwell_ms=60_000,
+        password_command=f"cat {secret}",
+        application_name=f"cmd-{pg_schema}",
+    )
+    create_tables(config)
+    sink = PostgresSink(config)
+    sink.open(0, 0)
+    sink.process(event(1))
+    new = f"cmd-{pg_schema}"
+    set_role_password(new)
+    secret.write_text(new)
+    current = with_password(lab.postgres_dsn, new)
+    with psycopg2.connect(current) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            (config.application_name,),
+        )
+        assert cur.fetchone()[0] == 1
+    conn.close()
+    sink.close(None)  # the flush meets the cut connection and logs in again with the command's new output
+    assert sink_check.keys(current, pg_schema, TABLE).keys() == {1}
+
+
+def test_sink_config_repr_hides_the_password():
+    config = SinkConfig(dsn="postgresql://ada:s3cret@db:5432/sales", table="t")
+    assert "s3cret" not in repr(config) and "s3cret" not in str(config)
+    assert "user=ada" in repr(config) and "table='t'" in repr(config)

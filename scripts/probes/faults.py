@@ -1,13 +1,15 @@
-"""Faults for the Postgres pipeline's tests: a sink whose task fails once, and a runner that retries failed tasks.
+"""Faults and observations for the Postgres pipeline's tests: a sink whose task fails once, a sink that records
+Spark's calls, and a runner that retries failed tasks.
 
-The failing sink must live in an installed module (not a test file) because Spark's Python workers unpickle it.
+These sinks live in an installed module (not a test file) because Spark's Python workers unpickle them.
 """
 
 import argparse
 import os
 from pathlib import Path
 
-from snippets.guides.postgres_sink import PostgresSink
+from snippets.guides.kafka_to_postgres import start_pipeline
+from snippets.guides.postgres_sink import PostgresSink, SinkConfig
 
 
 class FailOnceSink(PostgresSink):
@@ -25,6 +27,32 @@ class FailOnceSink(PostgresSink):
         super().process(row)
 
 
+class RecordingSink(PostgresSink):
+    """A PostgresSink that appends one line per open() and close() call to `log_path` (partition, epoch, rows seen,
+    error), so a test can check how Spark drives a foreach writer under a real query."""
+
+    def __init__(self, config, log_path: str):
+        super().__init__(config)
+        self.log_path = log_path
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.seen = 0
+        self._record(f"open {partition_id} {epoch_id}")
+        return super().open(partition_id, epoch_id)
+
+    def process(self, row) -> None:
+        self.seen += 1
+        super().process(row)
+
+    def close(self, error) -> None:
+        self._record(f"close {self.partition_id} {self.epoch_id} {self.seen} {type(error).__name__}")
+        super().close(error)
+
+    def _record(self, line: str) -> None:
+        with open(self.log_path, "a") as out:
+            out.write(line + "\n")
+
+
 def main() -> None:
     """Run the pipeline with a FailOnceSink until the table holds --rows rows; exits 0 when it did."""
     parser = argparse.ArgumentParser(description=main.__doc__)
@@ -38,8 +66,6 @@ def main() -> None:
 
     from rtm_lab import sink_check
     from rtm_lab.spark import spark_session
-    from snippets.guides.kafka_to_postgres import start_pipeline
-    from snippets.guides.postgres_sink import SinkConfig
 
     spark = spark_session("rtm-fault")
     config = SinkConfig(dsn=args.dsn, schema=args.schema, table="events", max_rows=200, max_dwell_ms=50)

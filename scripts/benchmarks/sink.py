@@ -28,8 +28,11 @@ from pathlib import Path
 import psycopg2
 from psycopg2 import sql
 
-from rtm_lab import lab, latency, loadgen, machine, sink_check, topics
+from rtm_lab import jvm, lab, latency, loadgen, machine, sink_check, topics
 from rtm_lab.errors import LabError
+from snippets.guides.kafka_to_postgres import start_pipeline
+from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
+from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
 TABLE = "events"
 KEPT_UP_DRAIN_S = 5.0
@@ -104,10 +107,6 @@ def _dropped_by_spark(query) -> int:
 
 
 def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool = False, prefix: str = "bench") -> dict:
-    from snippets.guides.kafka_to_postgres import start_pipeline
-    from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
-    from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
-
     dsn, bootstrap = state.postgres_dsn, state.kafka_bootstrap
     schema = _create_schema(dsn, prefix)
     topic = topics.create_topic(bootstrap, topics.unique_name("sink-bench"), scenario.partitions)
@@ -318,9 +317,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         say(f"spark     local[{slots}], {len(chosen)} scenario(s)")
         conf = {"spark.sql.shuffle.partitions": str(args.partitions)}
         if any(s.writer == "jvm" for s in chosen):
-            from snippets.guides.postgres_jvm_writer import session_jars
-
-            conf["spark.jars"] = session_jars()  # before the session starts: Spark reads it once
+            conf["spark.jars"] = jvm.session_jars()  # before the session starts: Spark reads it once
         spark = spark_session("rtm-bench-sink", slots=slots, conf=conf)
         runs = []
         load_at_start = round(os.getloadavg()[0], 2)

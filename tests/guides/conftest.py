@@ -1,0 +1,37 @@
+"""Fixtures of the Postgres writer tests: change the lab role's own password, restored after the test."""
+
+from collections.abc import Callable, Iterator
+
+import psycopg2
+import pytest
+
+
+def with_password(dsn: str, password: str | None) -> str:
+    """`dsn` with `password`, or with none (then a writer's password provider gives it)."""
+    parts = psycopg2.extensions.parse_dsn(dsn)
+    parts.pop("password", None)
+    if password is not None:
+        parts["password"] = password
+    return psycopg2.extensions.make_dsn(**parts)
+
+
+@pytest.fixture
+def set_role_password(lab) -> Iterator[Callable[[str], None]]:
+    """set_role_password(new): ALTER ROLE of the lab's own role (any role may change its own password; the lab's
+    scram-sha-256 rule checks it over TCP). The original password is put back when the test ends."""
+    original = psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"]
+    current = [original]
+
+    def change(new: str) -> None:
+        conn = psycopg2.connect(with_password(lab.postgres_dsn, current[0]))
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute("ALTER ROLE CURRENT_USER PASSWORD %s", (new,))
+        finally:
+            conn.close()
+        current[0] = new
+
+    yield change
+    if current[0] != original:
+        change(original)
