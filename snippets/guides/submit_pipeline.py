@@ -5,6 +5,8 @@ The pipeline and the writer are the guide's own files, saved next to this one an
     spark-submit --master spark://HOST:7077 --py-files kafka_to_postgres.py,postgres_sink.py \\
         submit_pipeline.py --topic events --table events --checkpoint /shared/checkpoints/events
 
+(`snippets/guides/submit_cluster.sh` is the full command, with the connector and the JVM writer.)
+
 It reads KAFKA_BOOTSTRAP_SERVERS and POSTGRES_DSN from the environment, creates the tables if needed and runs until
 stopped. Started again with the same `--checkpoint`, it resumes after the last committed real-time batch.
 """
@@ -24,6 +26,12 @@ def main() -> None:
     parser.add_argument("--checkpoint", required=True, help="checkpoint folder, on storage every node can reach")
     parser.add_argument("--interval", default="5 seconds", help="real-time checkpoint interval")
     parser.add_argument("--dedup", action="store_true", help="drop duplicate keys (adds a shuffle: more slots)")
+    parser.add_argument(
+        "--writer",
+        choices=("python", "jvm"),
+        default="python",
+        help="python: PostgresSink; jvm: PostgresUpsertWriter (its jar and PgJDBC on --jars/--packages)",
+    )
     args = parser.parse_args()
 
     # Shipped with --py-files: on the driver and on every executor they import as top-level modules.
@@ -33,11 +41,17 @@ def main() -> None:
     config = SinkConfig(dsn=os.environ["POSTGRES_DSN"], schema=args.schema, table=args.table)
     create_tables(config)
     spark = SparkSession.builder.appName(f"kafka-to-postgres-{args.topic}").getOrCreate()
+    if args.writer == "jvm":
+        from postgres_jvm_writer import jvm_postgres_writer  # also shipped with --py-files
+
+        writer = jvm_postgres_writer(spark, config)
+    else:
+        writer = PostgresSink(config)
     query = start_pipeline(
         spark,
         os.environ["KAFKA_BOOTSTRAP_SERVERS"],
         args.topic,
-        PostgresSink(config),
+        writer,
         args.checkpoint,
         dedup=args.dedup,
         real_time=args.interval,

@@ -257,6 +257,7 @@ def tail(text: str, lines: int = 40) -> str:
 
 
 @pytest.mark.lab
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tmp_path_factory, request):
     counts, not_run = tally

@@ -29,7 +29,7 @@ from rtm_lab.waiting import wait_until
 from snippets.guides import kafka_to_postgres, postgres_sink, submit_pipeline
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 TABLE = "events"
 INTERVAL_S = 10  # long enough that a kill lands mid-interval with rows uncommitted
