@@ -29,6 +29,7 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) scripts/skills.py validate
+	$(PY) scripts/tables.py all --check
 
 test: setup lint
 	$(PY) -m pytest
