@@ -126,3 +126,18 @@ def kafka_stream(spark, bootstrap: str, topic: str, starting_offsets: str = "ear
         .option("startingOffsets", starting_offsets)
         .load()
     )
+
+
+def start_real_time_to_kafka(df, bootstrap: str, topic: str, interval: str, checkpoint: str | None = None):
+    """Start `df` (key/value columns) into a Kafka topic in real-time mode, update output, on a fresh checkpoint."""
+    import tempfile
+
+    return (
+        df.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", checkpoint or tempfile.mkdtemp(prefix="rtm-checkpoint-"))
+        .outputMode("update")
+        .trigger(realTime=interval)
+        .start()
+    )
