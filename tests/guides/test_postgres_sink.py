@@ -291,3 +291,15 @@ def test_sink_config_repr_hides_the_password():
     config = SinkConfig(dsn="postgresql://ada:s3cret@db:5432/sales", table="t")
     assert "s3cret" not in repr(config) and "s3cret" not in str(config)
     assert "user=ada" in repr(config) and "table='t'" in repr(config)
+
+
+def test_connections_carry_the_io_timeouts(lab, pg_schema):
+    sink = sink_for(lab, pg_schema, io_timeout_s=30, statement_timeout_ms=4000, connect_timeout_s=5)
+    sink.open(0, 0)
+    params = sink.conn.get_dsn_parameters()
+    with sink.conn.cursor() as cur:
+        cur.execute("SHOW statement_timeout")
+        statement_timeout = cur.fetchone()[0]
+    sink.close(None)
+    assert statement_timeout == "4s"
+    assert (params["keepalives"], params["tcp_user_timeout"], params["connect_timeout"]) == ("1", "30000", "5")
