@@ -8,9 +8,11 @@ import numpy as np
 
 from rtm_lab import loadgen, sink_check
 from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
+from tests.guides.conftest import with_password
 from tests.guides.test_kafka_to_postgres import TABLE, assert_exact, produce
 
 
@@ -68,3 +70,22 @@ def test_the_page_names_the_pinned_pgjdbc():
     version = pgjdbc["version"]
     assert f"`{pgjdbc['group']}:{pgjdbc['artifact']}:{version}`" in page
     assert f"postgresql-{version}.jar" in page
+
+
+def test_jvm_writer_wrong_password_fails_at_once_without_printing_it(spark, lab, kafka_topic, pg_schema, checkpoint):
+    """The shared retry rule on the JVM side: an authentication failure (SQLSTATE 28P01) is not retried."""
+    topic = kafka_topic(partitions=1)
+    config = SinkConfig(dsn=lab.postgres_dsn, schema=pg_schema, table=TABLE, reconnect_for_s=300.0)
+    create_tables(config)
+    wrong = SinkConfig(
+        dsn=with_password(lab.postgres_dsn, "s3cret-never-logged"), schema=pg_schema, table=TABLE, reconnect_for_s=300.0
+    )
+    produce(lab, topic, count=10)
+    began = time.monotonic()
+    query = start_pipeline(spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint)
+    wait_until(lambda: not query.isActive, 120, "the query to fail")
+    elapsed = time.monotonic() - began
+    error = str(query.exception())
+    assert "password authentication failed" in error
+    assert "s3cret-never-logged" not in error
+    assert elapsed < wrong.reconnect_for_s / 3  # it did not sit out the reconnect window

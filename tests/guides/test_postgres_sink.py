@@ -70,9 +70,7 @@ def test_dwell_flush_fires_under_sustained_load_and_when_rows_stop(lab, pg_schem
         time.sleep(0.001)
     flushes_while_feeding = sink.flushes
     # Rows stopped: the timer thread alone must write the rest, without process() or close() being called.
-    deadline = time.monotonic() + 30 * dwell_ms / 1000
-    while stored(lab, pg_schema) < key and time.monotonic() < deadline:
-        time.sleep(dwell_ms / 1000 / 4)
+    wait_until(lambda: stored(lab, pg_schema) >= key, 30 * dwell_ms / 1000, "the timer's flush", dwell_ms / 4000)
     after_stop = stored(lab, pg_schema)
     sink.close(None)
 
@@ -180,8 +178,8 @@ def test_connection_budget_names_every_term_when_exceeded(lab):
 def table_writes(lab, schema: str, expect_inserts: int, timeout_s: float = 10.0) -> tuple[int, int, int]:
     """(inserted, updated, dead) tuples of the table, from pg_stat_user_tables. A backend reports its counts when
     its connection closes, so poll until the inserts show up."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def read() -> tuple[int, int, int] | None:
         with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
             cur.execute(
                 "SELECT n_tup_ins, n_tup_upd, n_dead_tup FROM pg_stat_user_tables WHERE schemaname = %s AND relname = %s",
@@ -189,9 +187,9 @@ def table_writes(lab, schema: str, expect_inserts: int, timeout_s: float = 10.0)
             )
             found = cur.fetchone()
         conn.close()
-        if found[0] >= expect_inserts or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
+        return found if found[0] >= expect_inserts else None
+
+    return wait_until(read, timeout_s, f"{expect_inserts} inserts in pg_stat_user_tables")
 
 
 def test_hot_key_updates_leave_dead_tuples_and_the_buffer_folds_them(lab, pg_schema):
@@ -293,3 +291,15 @@ def test_sink_config_repr_hides_the_password():
     config = SinkConfig(dsn="postgresql://ada:s3cret@db:5432/sales", table="t")
     assert "s3cret" not in repr(config) and "s3cret" not in str(config)
     assert "user=ada" in repr(config) and "table='t'" in repr(config)
+
+
+def test_connections_carry_the_io_timeouts(lab, pg_schema):
+    sink = sink_for(lab, pg_schema, io_timeout_s=30, statement_timeout_ms=4000, connect_timeout_s=5)
+    sink.open(0, 0)
+    params = sink.conn.get_dsn_parameters()
+    with sink.conn.cursor() as cur:
+        cur.execute("SHOW statement_timeout")
+        statement_timeout = cur.fetchone()[0]
+    sink.close(None)
+    assert statement_timeout == "4s"
+    assert (params["keepalives"], params["tcp_user_timeout"], params["connect_timeout"]) == ("1", "30000", "5")
