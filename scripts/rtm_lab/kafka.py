@@ -12,6 +12,7 @@ from pathlib import Path
 from rtm_lab import jars, ports, processes
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
+from rtm_lab.paths import make_private_dir
 
 GROUP = "kafka-broker"
 READY_TIMEOUT_S = 120.0
@@ -115,11 +116,30 @@ def _classpath() -> str:
     return os.pathsep.join(str(p) for p in jars.ensure(GROUP))
 
 
-def start(root: Path, port: int, controller_port: int) -> int:
-    """Format storage if needed, start the broker, wait until it answers; return its pid."""
+def marker(root: Path) -> str:
+    """What the broker's command line holds and no other process's does: its config file's path in the lab folder."""
+    return str(KafkaPaths(root).config)
+
+
+def configured_port(root: Path) -> int | None:
+    """The broker port in the lab's config file (to find a running broker when the state file lost it)."""
+    try:
+        for line in KafkaPaths(root).config.read_text().splitlines():
+            if line.startswith("advertised.listeners="):
+                return int(line.rsplit(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
+    """Format storage if needed, start the broker, wait until it answers; return its pid.
+
+    `on_spawn(pid)` is called as soon as the broker process exists, so a caller can record it before waiting.
+    """
     java, _ = check_java()
     paths = KafkaPaths(root)
-    root.mkdir(parents=True, exist_ok=True)
+    make_private_dir(root)
     classpath = _classpath()
     wanted = SERVER_PROPERTIES.format(port=port, controller_port=controller_port, data_dir=paths.data)
     # The metadata log remembers the controller address, so a changed port means fresh storage.
@@ -152,6 +172,8 @@ def start(root: Path, port: int, controller_port: int) -> int:
         str(paths.config),
     ]
     pid = processes.spawn(cmd, paths.stdout_log)
+    if on_spawn is not None:
+        on_spawn(pid)
     bootstrap = f"{ports.HOST}:{port}"
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
