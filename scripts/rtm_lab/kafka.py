@@ -151,7 +151,18 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
     if not (paths.data / "meta.properties").exists():
         shutil.rmtree(paths.data, ignore_errors=True)
         fmt = subprocess.run(
-            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(paths.config)],
+            [
+                java,
+                "-XX:-UsePerfData",
+                "-cp",
+                classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                _cluster_id(),
+                "-c",
+                str(paths.config),
+            ],
             capture_output=True,
             text=True,
             timeout=120,
@@ -164,6 +175,7 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
         f"-Xmx{heap}",
         "-Xms256m",
         "-XX:+UseG1GC",
+        "-XX:-UsePerfData",  # no /tmp/hsperfdata_<user> left behind
         f"-Dlog4j2.configurationFile={log4j}",
         "-Djava.awt.headless=true",
         "-cp",

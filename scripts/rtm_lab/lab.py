@@ -58,6 +58,17 @@ class LabState:
         return self.postgres.address
 
 
+def make_lab_dir() -> Path:
+    """The lab folder: private, except that as root it can be crossed (not listed) so the `postgres` user reaches
+    its own 0700 folder inside; everything in it is 0700/0600."""
+    if state_dir().is_dir():
+        return state_dir()  # its mode is the user's choice by now
+    made = make_private_dir(state_dir())
+    if os.geteuid() == 0:
+        made.chmod(0o711)
+    return made
+
+
 def _state_file() -> Path:
     return state_dir() / "state.json"
 
@@ -80,7 +91,7 @@ def _save(state: LabState) -> None:
     for service in (state.kafka, state.postgres):
         # An external service's address comes from the environment each time; it may carry a password.
         saved[service.name] = asdict(Service(service.name, external=True) if service.external else service)
-    make_private_dir(state_dir())
+    make_lab_dir()
     write_private(_state_file(), json.dumps(saved, indent=2, sort_keys=True))
 
 
@@ -98,7 +109,7 @@ def _locked(log) -> Iterator[None]:
         finally:
             _lock_depth -= 1
         return
-    make_private_dir(state_dir())
+    make_lab_dir()
     fd = os.open(state_dir() / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         try:
@@ -152,7 +163,9 @@ def _wait_for_slow(what: str, pid: int, check, log_file: Path, log) -> None:
         ) from None
 
 
-def _kafka_up(state: LabState, log, spawned: set[str]) -> None:
+def _check_external_services() -> dict[str, Service]:
+    """The services named by the environment, each checked to answer (in seconds, not minutes)."""
+    found = {}
     external = os.environ.get(KAFKA_ENV)
     if external:
         if not kafka.answers(external):
@@ -160,8 +173,20 @@ def _kafka_up(state: LabState, log, spawned: set[str]) -> None:
                 f"{KAFKA_ENV}={external} does not answer a Kafka metadata request. Start that broker, fix the "
                 f"address, or unset {KAFKA_ENV} to let the lab run its own."
             )
-        state.kafka = Service("kafka", address=external, external=True, running=True, detail="external")
-        return
+        found["kafka"] = Service("kafka", address=external, external=True, running=True, detail="external")
+    external = os.environ.get(POSTGRES_ENV)
+    if external:
+        reason = postgres.problem(external)
+        if reason:
+            raise LabError(
+                f"{POSTGRES_ENV} ({redact(external)}) does not answer SELECT 1: {reason}. Start that server, fix the "
+                f"DSN, or unset {POSTGRES_ENV} to let the lab run its own."
+            )
+        found["postgres"] = Service("postgres", address=external, external=True, running=True, detail="external")
+    return found
+
+
+def _kafka_up(state: LabState, log, spawned: set[str]) -> None:
     previous = state.kafka
     pid, started = _lab_broker(previous)
     if pid is not None:
@@ -188,16 +213,6 @@ def _kafka_up(state: LabState, log, spawned: set[str]) -> None:
 
 
 def _postgres_up(state: LabState, log, spawned: set[str]) -> None:
-    external = os.environ.get(POSTGRES_ENV)
-    if external:
-        reason = postgres.problem(external)
-        if reason:
-            raise LabError(
-                f"{POSTGRES_ENV} ({redact(external)}) does not answer SELECT 1: {reason}. Start that server, fix the "
-                f"DSN, or unset {POSTGRES_ENV} to let the lab run its own."
-            )
-        state.postgres = Service("postgres", address=external, external=True, running=True, detail="external")
-        return
     previous = state.postgres
     pid = postgres.server_pid(state_dir())
     if pid is not None and previous.port:
@@ -230,12 +245,19 @@ def up(log=print) -> tuple[LabState, set[str]]:
     If a service fails to start (or the call is interrupted), whatever this call started is stopped again, so a
     failed `up` leaves the lab as it found it rather than half-started.
     """
+    # Bad settings and unreachable external services are reported before anything is created or started.
+    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV)
+    externals = _check_external_services()
     spawned: set[str] = set()
     with _locked(log):
         state = _load()
+        state.kafka = externals.get("kafka", state.kafka)
+        state.postgres = externals.get("postgres", state.postgres)
         try:
-            _kafka_up(state, log, spawned)
-            _postgres_up(state, log, spawned)
+            if not state.kafka.external:
+                _kafka_up(state, log, spawned)
+            if not state.postgres.external:
+                _postgres_up(state, log, spawned)
         except BaseException:
             _save(state)
             if spawned:

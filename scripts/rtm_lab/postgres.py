@@ -165,6 +165,14 @@ def server_home(lab_root: Path, create: bool = True) -> Path | None:
         # The layout before the recorded home: a link to a predictable /tmp folder. Drop the link, never follow it.
         local.unlink()
     if local.is_dir():
+        # Inside the lab folder, which is ours: repair what an older lab version left (a 0755 folder).
+        fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            os.fchmod(fd, 0o700)
+            if _server_user():
+                os.fchown(fd, *_owner())
+        finally:
+            os.close(fd)
         return _check_private(local)
     if not create:
         return None
@@ -288,9 +296,12 @@ def start(lab_root: Path, port: int, on_spawn=None) -> int:
         initdb = [str(bin_dir / "initdb"), "-D", str(data), "--auth-local=peer", "--auth-host=scram-sha-256"]
         initdb += ["-E", "UTF8", "--locale=C", "--no-sync"]
         _check(_run_as_server(initdb, cwd=home), "initdb")
-        with (data / "postgresql.conf").open("a") as handle:
-            handle.write(f"\ninclude '{LAB_CONF}'\n")
-        write_private(data / "pg_hba.conf", _hba(superuser), owner)
+    # Written at every start, so a cluster made by an older lab (trust auth, port on the command line) is fixed too.
+    conf = data / "postgresql.conf"
+    include = f"include '{LAB_CONF}'"
+    if include not in conf.read_text():
+        write_private(conf, f"{conf.read_text()}\n{include}\n", owner)
+    write_private(data / "pg_hba.conf", _hba(superuser), owner)
     write_private(data / LAB_CONF, _lab_settings(port, home), owner)
     pid, _ = _postmaster(data)
     if pid is not None and _own_pid(data) is None:
