@@ -21,6 +21,8 @@ from skillgen.checks import validate
 from skillgen.markdown import RenderError
 from skillgen.render import SKILLS_DIR, render_all
 
+from rtm_lab import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 # Zip entries carry a timestamp: a fixed one keeps the archive byte-identical for identical content.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
@@ -71,13 +73,13 @@ def package(root: Path, out_dir: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="skills.py",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
+    parser.add_argument("--root", type=cli.existing_dir, default=ROOT, help="repository root (default: this checkout)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("generate", help="render the skill files and the manifest")
     sub.add_parser("validate", help="check the skill is current and well-formed (non-zero exit if not)")

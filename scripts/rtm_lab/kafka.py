@@ -90,6 +90,8 @@ def answers(bootstrap: str, timeout_s: float = 5.0) -> bool:
         admin = KafkaAdminClient(
             bootstrap_servers=bootstrap,
             request_timeout_ms=int(timeout_s * 1000),
+            # The client's default waits 30 s for a listener that accepts connections but never speaks Kafka.
+            bootstrap_timeout_ms=int(timeout_s * 1000),
             client_id="rtm-lab-probe",
         )
     except (KafkaError, OSError, ValueError):
