@@ -6,6 +6,7 @@ import shlex
 import sys
 
 from rtm_lab import bench_latency, bench_sink
+from rtm_lab.signals import exit_cleanly_on_termination
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -33,6 +34,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    exit_cleanly_on_termination()  # SIGTERM/SIGHUP run the benchmarks' clean-up, as Ctrl-C does
     return args.handler(args, "python scripts/bench.py " + shlex.join(argv))
 
 
