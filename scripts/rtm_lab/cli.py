@@ -6,6 +6,7 @@ Use `Parser` instead of `argparse.ArgumentParser`, the `type=` checks below for 
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -108,3 +109,8 @@ def run(main: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`lab.py env | head -1`): not an error worth a traceback.
+        # Python's documented remedy: point stdout at /dev/null so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
