@@ -27,6 +27,7 @@ KAFKA_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 POSTGRES_ENV = "POSTGRES_DSN"
 KAFKA_PORT_ENV = "RTM_LAB_KAFKA_PORT"
 POSTGRES_PORT_ENV = "RTM_LAB_POSTGRES_PORT"
+WAIT_ENV = "RTM_LAB_WAIT_S"
 # How long `up` waits for a service that runs but does not answer yet (a loaded machine) before saying so.
 SLOW_SERVICE_WAIT_S = 60.0
 
@@ -126,6 +127,19 @@ def _locked(log) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+def _env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < 86400:
+        raise LabError(f"{name}={value!r} is not a number of seconds (above 0). Fix it or unset it.")
+    return seconds
+
+
 def _env_port(name: str) -> int | None:
     value = os.environ.get(name)
     if not value:
@@ -153,12 +167,13 @@ def _wait_for_slow(what: str, pid: int, check, log_file: Path, log) -> None:
     """A live service of ours that does not answer yet: wait, then report it; never stop it (someone may use it)."""
     if check():
         return
-    log(f"{what:<9} running (pid {pid}) but not answering yet; waiting up to {SLOW_SERVICE_WAIT_S:.0f}s")
+    patience = _env_seconds(WAIT_ENV, SLOW_SERVICE_WAIT_S)
+    log(f"{what:<9} running (pid {pid}) but not answering yet; waiting up to {patience:g}s")
     try:
-        wait_until(check, SLOW_SERVICE_WAIT_S, what, interval_s=1.0)
+        wait_until(check, patience, what, interval_s=1.0)
     except WaitTimeout:
         raise LabError(
-            f"{what} (pid {pid}, started by this lab) runs but has not answered for {SLOW_SERVICE_WAIT_S:.0f}s; it "
+            f"{what} (pid {pid}, started by this lab) runs but has not answered for {patience:g}s; it "
             f"may be overloaded. It was left running. See {log_file}; `python scripts/lab.py down` stops it."
         ) from None
 
@@ -246,7 +261,7 @@ def up(log=print) -> tuple[LabState, set[str]]:
     failed `up` leaves the lab as it found it rather than half-started.
     """
     # Bad settings and unreachable external services are reported before anything is created or started.
-    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV)
+    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV), _env_seconds(WAIT_ENV, SLOW_SERVICE_WAIT_S)
     externals = _check_external_services()
     spawned: set[str] = set()
     with _locked(log):

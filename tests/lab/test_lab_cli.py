@@ -209,6 +209,26 @@ def test_sigterm_during_up_stops_the_broker_it_had_started(lab_env, lab):
     assert brokers(lab_dir) == [] and not processes.is_alive(pid)
 
 
+def test_a_running_but_silent_broker_is_reported_and_never_stopped(lab_env, lab):
+    lab_env["POSTGRES_DSN"] = lab.postgres_dsn
+    lab_dir = Path(lab_env["RTM_LAB_DIR"])
+    assert run_lab("up", env=lab_env).returncode == 0
+    pid = pids_of(lab_dir)[0]
+    os.kill(pid, signal.SIGSTOP)  # alive, but answers nothing: as a broker on a machine under heavy load
+    try:
+        lab_env["RTM_LAB_WAIT_S"] = "3"
+        result = run_lab("up", env=lab_env)
+        assert result.returncode == 2, result.stderr
+        assert f"kafka (pid {pid}, started by this lab) runs but has not answered for 3s" in result.stderr
+        assert "It was left running" in result.stderr
+        assert processes.is_alive(pid) and state_of(lab_dir)["kafka"]["pid"] == pid
+        status = run_lab("status", env=lab_env)
+        assert status.returncode == 3 and f"pid {pid} (running but not answering)" in status.stdout
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert "already running" in run_lab("up", env=lab_env).stderr
+
+
 AS_USER = """
 import os, pwd, sys
 # Everything the CLI imports is loaded now, as root: the user may not be able to read this checkout (a 0700 clone).
