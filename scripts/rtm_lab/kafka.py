@@ -13,6 +13,7 @@ from rtm_lab import jars, ports, processes
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
 from rtm_lab.paths import make_private_dir
+from rtm_lab.signals import raise_if_received
 
 GROUP = "kafka-broker"
 READY_TIMEOUT_S = 120.0
@@ -80,6 +81,13 @@ class KafkaPaths:
 
 def answers(bootstrap: str, timeout_s: float = 5.0) -> bool:
     """True when the broker answers a metadata request."""
+    try:
+        return _answers(bootstrap, timeout_s)
+    finally:
+        raise_if_received()  # a Ctrl-C or SIGTERM that kafka-python's network loop swallowed
+
+
+def _answers(bootstrap: str, timeout_s: float) -> bool:
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 

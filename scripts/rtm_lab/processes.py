@@ -49,39 +49,39 @@ def start_time(pid: int | None) -> str:
     return result.stdout.strip()
 
 
-def command_line(pid: int | None) -> str:
+def arguments(pid: int | None) -> list[str]:
+    """The process's command line, one item per argument (from `ps`, split on spaces, where there is no /proc)."""
     if not pid:
-        return ""
+        return []
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         pass
     if Path("/proc/self/stat").exists():
-        return ""
+        return []
     result = subprocess.run(["ps", "-ww", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
-    return result.stdout.strip()
+    return result.stdout.split()
 
 
 def is_ours(pid: int | None, started: str, marker: str) -> bool:
-    """True only when pid is alive, started when we recorded it (if we did), and its command line holds marker."""
+    """True only when pid is alive, started when we recorded it (if we did), and one of its arguments is marker.
+
+    A whole argument, not a substring: the lab at /x/lab must not claim the broker of the lab at /y/x/lab.
+    """
     if not is_alive(pid):
         return False
     if started and start_time(pid) != started:
         return False
-    return bool(marker) and marker in command_line(pid)
+    return bool(marker) and marker in arguments(pid)
 
 
 def find(marker: str) -> list[int]:
-    """Pids of live processes whose command line holds marker (Linux; elsewhere none are found this way)."""
-    found = []
+    """Pids of live processes with marker as one of their arguments (Linux; elsewhere none are found this way)."""
     proc = Path("/proc")
     if not proc.is_dir():
-        return found
-    for entry in proc.iterdir():
-        pid = int(entry.name) if entry.name.isdigit() else 0
-        if pid and pid != os.getpid() and marker in command_line(pid) and is_alive(pid):
-            found.append(pid)
-    return found
+        return []
+    pids = (int(entry.name) for entry in proc.iterdir() if entry.name.isdigit())
+    return [pid for pid in pids if pid != os.getpid() and marker in arguments(pid) and is_alive(pid)]
 
 
 def spawn(

@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def brokers(lab_dir: Path) -> list[int]:
 
 
 def postmasters(home: Path) -> list[int]:
-    return processes.find(f"-D {home / 'data'}")
+    return processes.find(str(home / "data"))
 
 
 def owner_of(pid: int) -> int:
@@ -202,6 +203,7 @@ def test_sigterm_during_up_stops_the_broker_it_had_started(lab_env, lab):
     # The broker's pid is recorded as soon as it exists, before it answers.
     pid = wait_until(lambda: (lab_dir / "state.json").exists() and state_of(lab_dir)["kafka"]["pid"], 120, "the spawn")
     assert processes.is_alive(pid)
+    time.sleep(1.0)  # into the readiness probe, where kafka-python's network loop used to swallow the signal
     up.send_signal(signal.SIGTERM)
     _, err = up.communicate(timeout=120)
     assert up.returncode == 128 + signal.SIGTERM, err
