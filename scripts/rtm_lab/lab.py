@@ -230,13 +230,13 @@ def _kafka_up(state: LabState, log, spawned: set[str]) -> None:
 def _postgres_up(state: LabState, log, spawned: set[str]) -> None:
     previous = state.postgres
     pid = postgres.server_pid(state_dir())
-    if pid is not None and previous.port:
-        address = postgres.dsn(previous.port)
+    if pid is not None:
+        port = postgres.server_port(state_dir()) or previous.port
+        address = postgres.dsn(port)
         _wait_for_slow("postgres", pid, lambda: postgres.answers(address), postgres.log_path(state_dir()), log)
-        state.postgres = Service("postgres", address, pid, previous.port, running=True)
+        state.postgres = Service("postgres", address, pid, port, running=True, started=processes.start_time(pid))
         log(f"postgres  already running at {redact(address)} (pid {pid})")
         return
-    postgres.stop(state_dir())  # a server of ours whose port the state file lost: restart it on a known one
     port = ports.choose(_env_port(POSTGRES_PORT_ENV), POSTGRES_PORT_ENV, previous.port)
     log(f"postgres  starting a private cluster on {ports.HOST}:{port} as {postgres.whoami()} ...")
 
@@ -327,6 +327,8 @@ def status() -> LabState:
                 service.address = f"{ports.HOST}:{kafka.configured_port(_kafka_root())}"
         else:
             service.pid = postgres.server_pid(state_dir())
+            if service.pid and not service.address:
+                service.address = postgres.dsn(postgres.server_port(state_dir()))
         service.running = bool(service.pid and service.address) and _answers(service)
         if service.pid and not service.running:
             service.detail = "running but not answering"

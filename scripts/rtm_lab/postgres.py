@@ -373,3 +373,12 @@ def server_pid(lab_root: Path) -> int | None:
     except LabError:
         return None
     return _own_pid(home / "data") if home else None
+
+
+def server_port(lab_root: Path) -> int | None:
+    """The port this lab's running server listens on (from its postmaster.pid), or None."""
+    home = server_home(lab_root, create=False) if server_pid(lab_root) else None
+    try:
+        return int((home / "data" / "postmaster.pid").read_text().splitlines()[3]) if home else None
+    except (OSError, ValueError, IndexError):
+        return None

@@ -117,6 +117,11 @@ def test_two_ups_at_once_in_a_0700_root_folder_start_one_of_each_and_down_leaves
         exports = dict(word.split("=", 1) for word in words if word != "export")
         assert exports["KAFKA_BOOTSTRAP_SERVERS"] == f"127.0.0.1:{state_of(lab_dir)['kafka']['port']}"
         assert postgres.answers(exports["POSTGRES_DSN"])
+
+        # A lost state file hides nothing: both services are found by their command lines and reported up.
+        (lab_dir / "state.json").unlink()
+        status = run_lab("status", env=env)
+        assert status.returncode == 0 and f"pid {kafka_pid}" in status.stdout and f"pid {postgres_pid}" in status.stdout
         down = run_lab("down", env=env)
         assert down.returncode == 0, down.stderr
         assert not any(processes.is_alive(pid) for pid in (kafka_pid, postgres_pid))
@@ -323,6 +328,18 @@ def test_external_services_are_used_and_never_started(lab_env, lab):
     # An external DSN may carry a password: it is never written to disk or printed.
     assert lab.postgres_dsn not in (Path(lab_env["RTM_LAB_DIR"]) / "state.json").read_text()
     assert lab.postgres_dsn not in result.stdout + result.stderr
+
+
+def test_status_hides_the_password_of_a_key_value_dsn(lab_env, lab):
+    port = lab.postgres.port
+    lab_env.update(
+        KAFKA_BOOTSTRAP_SERVERS=lab.kafka_bootstrap,
+        POSTGRES_DSN=f"host=127.0.0.1 port={port} user=rtm password={postgres.PASSWORD} dbname=rtm",
+    )
+    status = run_lab("status", env=lab_env)
+    assert status.returncode == 0, status.stdout
+    assert f"host=127.0.0.1 port={port} user=rtm password=*** dbname=rtm" in status.stdout
+    assert f"password={postgres.PASSWORD}" not in status.stdout + status.stderr
 
 
 def test_external_kafka_that_does_not_answer_is_reported(lab_env):
