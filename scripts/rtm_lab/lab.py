@@ -304,7 +304,7 @@ def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
         if only is None or "postgres" in only:
             if postgres.server_pid(state_dir()):
                 log("postgres  stopping")
-            postgres.stop(state_dir())
+            postgres.stop(state_dir(), state.postgres.pid, state.postgres.started)
             state.postgres = Service("postgres", port=state.postgres.port)
             if purge:
                 postgres.remove(state_dir())

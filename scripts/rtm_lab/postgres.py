@@ -348,14 +348,20 @@ def _ensure_role_and_database(bin_dir: Path, port: int, home: Path, superuser: s
         )
 
 
-def stop(lab_root: Path) -> None:
-    """Stop this lab's server (fast shutdown); a pid file naming another process is left alone."""
+def stop(lab_root: Path, pid: int | None = None, started: str = "") -> None:
+    """Stop this lab's server (fast shutdown); a pid file naming another process is left alone.
+
+    `pid`/`started`, as recorded at spawn, also stop a server interrupted before it wrote its pid file.
+    """
     home = server_home(lab_root, create=False)
     bin_dir = find_bin_dir()
-    if home is None or bin_dir is None or _own_pid(home / "data") is None:
+    if home is None or bin_dir is None:
         return
-    cmd = [str(bin_dir / "pg_ctl"), "-D", str(home / "data"), "-m", "fast", "-w", "-t", "60", "stop"]
-    _run_as_server(cmd, cwd=home)
+    if _own_pid(home / "data") is not None:
+        cmd = [str(bin_dir / "pg_ctl"), "-D", str(home / "data"), "-m", "fast", "-w", "-t", "60", "stop"]
+        _run_as_server(cmd, cwd=home)
+    if pid is not None and started:
+        processes.stop(pid, started, marker=str(home / "data"))
 
 
 def remove(lab_root: Path) -> None:
