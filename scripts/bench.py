@@ -7,6 +7,7 @@ import sys
 
 from benchmarks import latency as bench_latency
 from benchmarks import sink as bench_sink
+from rtm_lab.signals import exit_cleanly_on_termination
 
 BENCHMARKS = (
     ("latency", bench_latency, "micro-batch vs async progress tracking vs real-time mode, Kafka -> Kafka"),
@@ -29,6 +30,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    exit_cleanly_on_termination()  # SIGTERM/SIGHUP run the benchmarks' clean-up, as Ctrl-C does
     return args.handler(args, "python scripts/bench.py " + shlex.join(argv))
 
 

@@ -10,14 +10,16 @@ Starts the lab if it is not running (and stops it again at the end if it started
 """
 
 import argparse
+import shutil
 import sys
 import tempfile
 import threading
 import time
 
 from benchmarks import sink as bench_sink
-from rtm_lab import jvm, lab, latency, loadgen, plans, topics
+from rtm_lab import cli, jvm, lab, latency, loadgen, plans, topics
 from rtm_lab.errors import LabError
+from rtm_lab.signals import exit_cleanly_on_termination
 from rtm_lab.spark import spark_session
 from snippets.quickstart.kafka_to_kafka import start_pipeline
 
@@ -25,16 +27,18 @@ LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="demo.py",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--pipeline", choices=("postgres", "kafka"), default="postgres", help="which demo to run")
-    parser.add_argument("--rate", type=float, help="events per second (default 2000 postgres, 500 kafka)")
-    parser.add_argument("--seconds", type=float, help="how long to produce (default 30 postgres, 20 kafka)")
-    parser.add_argument("--partitions", type=int, default=2, help="partitions of each topic (default 2)")
+    parser.add_argument("--rate", type=cli.positive_float, help="events per second (default 2000 postgres, 500 kafka)")
+    parser.add_argument(
+        "--seconds", type=cli.positive_float, help="how long to produce (default 30 postgres, 20 kafka)"
+    )
+    parser.add_argument("--partitions", type=cli.positive_int, default=2, help="partitions of each topic (default 2)")
     parser.add_argument("--no-dedup", action="store_true", help="postgres: skip dropDuplicates (upserts fold keys)")
     parser.add_argument(
         "--writer",
@@ -44,7 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--warmup",
-        type=float,
+        type=cli.non_negative_float,
         default=6,
         help="seconds of events counted as warm-up (default 6: just over one 5 s real-time batch)",
     )
@@ -52,8 +56,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     postgres = args.pipeline == "postgres"
     args.rate = args.rate if args.rate is not None else (2000 if postgres else 500)
     args.seconds = args.seconds if args.seconds is not None else (30 if postgres else 20)
-    if args.rate <= 0 or args.seconds <= 0 or args.partitions < 1:
-        parser.error("--rate and --seconds must be positive and --partitions at least 1")
     return args
 
 
@@ -102,22 +104,28 @@ def wait_until_running(query, timeout_s: float = 90.0) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    exit_cleanly_on_termination()
     say = lambda line: print(line, flush=True)  # noqa: E731
     try:
         state, started = lab.up(log=say)
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    made_topics: list[str] = []  # this run's topics and checkpoint are removed at the end, whatever happens
+    checkpoint = tempfile.mkdtemp(prefix="rtm-demo-ckpt-")
     try:
         if args.pipeline == "postgres":
             return postgres_demo(state, args, say)
         bootstrap = state.kafka_bootstrap
-        source = topics.create_topic(bootstrap, topics.unique_name("demo-in"), args.partitions, LOG_APPEND_TIME)
-        sink = topics.create_topic(bootstrap, topics.unique_name("demo-out"), args.partitions, LOG_APPEND_TIME)
+        for prefix in ("demo-in", "demo-out"):
+            made_topics.append(
+                topics.create_topic(bootstrap, topics.unique_name(prefix), args.partitions, LOG_APPEND_TIME)
+            )
+        source, sink = made_topics
         slots = args.partitions  # a stateless query runs one task per source partition, all at once
         say(f"spark     starting local[{slots}] ...")
         spark = spark_session("rtm-demo", slots=slots)
-        query = start_pipeline(spark, bootstrap, source, sink, tempfile.mkdtemp(prefix="rtm-demo-ckpt-"))
+        query = start_pipeline(spark, bootstrap, source, sink, checkpoint)
         wait_until_running(query)
         say(
             f"query     running in real-time mode ({plans.REAL_TIME_SCAN} in the plan); producing "
@@ -160,9 +168,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        for name in made_topics if "kafka" not in started else []:
+            topics.delete_topic(state.kafka_bootstrap, name)
         if started:
             lab.down(only=started, log=say)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run(main))

@@ -15,12 +15,12 @@ import argparse
 import json
 import sys
 
-from rtm_lab import lab, loadgen, topics
+from rtm_lab import cli, kafka, lab, loadgen, topics
 from rtm_lab.errors import LabError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="generate_events.py",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
@@ -28,33 +28,36 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--topic", required=True, help="topic to write (created if missing)")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers (default: the lab's broker)")
-    parser.add_argument("--rate", type=float, default=1000, help="records per second (default 1000)")
+    parser.add_argument("--rate", type=cli.positive_float, default=1000, help="records per second (default 1000)")
     amount = parser.add_mutually_exclusive_group()
-    amount.add_argument("--seconds", type=float, help="how long to produce (default 10 s)")
-    amount.add_argument("--count", type=int, help="how many records to produce, instead of --seconds")
-    parser.add_argument("--partitions", type=int, default=2, help="partitions when creating the topic (default 2)")
+    amount.add_argument("--seconds", type=cli.positive_float, help="how long to produce (default 10 s)")
+    amount.add_argument("--count", type=cli.positive_int, help="how many records to produce, instead of --seconds")
     parser.add_argument(
-        "--key-space", type=int, default=1_000_000_000, help="distinct keys before keys wrap (default 1e9)"
+        "--partitions", type=cli.positive_int, default=2, help="partitions when creating the topic (default 2)"
     )
-    parser.add_argument("--duplicate-pct", type=float, default=0.0, help="%% of records re-sending a recent key")
-    parser.add_argument("--bad-pct", type=float, default=0.0, help="%% of records that are bad input")
-    parser.add_argument("--payload-bytes", type=int, default=100, help="filler bytes per event (default 100)")
+    parser.add_argument(
+        "--key-space", type=cli.positive_int, default=1_000_000_000, help="distinct keys before keys wrap (default 1e9)"
+    )
+    parser.add_argument("--duplicate-pct", type=cli.percent, default=0.0, help="%% of records re-sending a recent key")
+    parser.add_argument("--bad-pct", type=cli.percent, default=0.0, help="%% of records that are bad input")
+    parser.add_argument(
+        "--payload-bytes", type=cli.non_negative_int, default=100, help="filler bytes per event (default 100)"
+    )
     parser.add_argument("--seed", type=int, default=42, help="random seed, for a repeatable stream")
     parser.add_argument(
-        "--linger-ms", type=float, default=1, help="producer linger (default 1 ms: ~1.6x the rate of 0 here)"
+        "--linger-ms",
+        type=cli.non_negative_float,
+        default=1,
+        help="producer linger (default 1 ms: ~1.6x the rate of 0 here)",
     )
     parser.add_argument("--json", action="store_true", help="print the final summary as JSON")
     args = parser.parse_args(argv)
-    if args.rate <= 0:
-        parser.error("--rate must be positive")
     if args.seconds is None and args.count is None:
         args.seconds = 10.0
-    if (args.seconds is not None and args.seconds <= 0) or (args.count is not None and args.count <= 0):
-        parser.error("--seconds / --count must be positive")
-    if args.partitions < 1 or args.key_space < 1 or args.payload_bytes < 0:
-        parser.error("--partitions and --key-space must be at least 1, --payload-bytes at least 0")
-    if not 0 <= args.duplicate_pct + args.bad_pct <= 100 or min(args.duplicate_pct, args.bad_pct) < 0:
-        parser.error("--duplicate-pct and --bad-pct must be between 0 and 100 together")
+    if args.duplicate_pct + args.bad_pct > 100:
+        parser.error("--duplicate-pct and --bad-pct add up to more than 100")
+    if not args.topic.strip():
+        parser.error("--topic must not be empty")
     return args
 
 
@@ -88,16 +91,17 @@ def summary(stats: loadgen.LoadStats, mix: loadgen.EventMix, rate: float) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        bootstrap = args.bootstrap or lab.status().kafka_bootstrap
-        if not bootstrap:
-            raise LabError("No Kafka broker: start the lab (`python scripts/lab.py up`) or pass --bootstrap.")
-        found = ensure_topic(bootstrap, args.topic, args.partitions)
-        if found != args.partitions:
-            print(f"note: topic {args.topic} already exists with {found} partitions; using it", file=sys.stderr)
-    except (LabError, OSError, Exception) as exc:  # kafka-python raises plain exceptions for unreachable brokers
-        print(f"error: could not reach Kafka or create topic {args.topic!r}: {exc}", file=sys.stderr)
-        return 2
+    bootstrap = args.bootstrap or lab.status().kafka_bootstrap
+    if not bootstrap:
+        raise LabError("No Kafka broker: start the lab (`python scripts/lab.py up`) or pass --bootstrap.")
+    # Checked first, with a short deadline: the Kafka clients below would retry an unreachable broker for minutes.
+    if not kafka.answers(bootstrap):
+        raise LabError(
+            f"Kafka at {bootstrap} does not answer. Start it (`python scripts/lab.py up`) or fix --bootstrap."
+        )
+    found = ensure_topic(bootstrap, args.topic, args.partitions)
+    if found != args.partitions:
+        print(f"note: topic {args.topic} already exists with {found} partitions; using it", file=sys.stderr)
     mix = loadgen.EventMix(
         key_space=args.key_space,
         duplicate_pct=args.duplicate_pct,
@@ -145,4 +149,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run(main))

@@ -15,14 +15,14 @@ import os
 import sys
 import time
 
-from rtm_lab import jars, lab, postgres
-from rtm_lab.errors import LabError
+from rtm_lab import cli, jars, lab, postgres
 from rtm_lab.java import check_java
 from rtm_lab.paths import jars_dir
+from rtm_lab.signals import exit_cleanly_on_termination
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="lab.py",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
@@ -30,39 +30,39 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="start Kafka and PostgreSQL (idempotent)")
-    sub.add_parser("down", help="stop what the lab started; leaves no process behind")
+    down = sub.add_parser("down", help="stop what the lab started; leaves no process behind")
+    down.add_argument(
+        "--purge", action="store_true", help="also delete the services' data (Kafka log, PostgreSQL cluster)"
+    )
     sub.add_parser("status", help="say what runs where")
     sub.add_parser("env", help="print the connection settings as shell exports")
     sub.add_parser("setup", help="check Java, install PostgreSQL if missing (as root), download the pinned jars")
     args = parser.parse_args(argv)
-    try:
-        if args.command == "up":
-            began = time.monotonic()
-            state, _ = lab.up(log=lambda line: print(line, file=sys.stderr, flush=True))
-            print(lab.describe(state))
-            print(f"lab up in {time.monotonic() - began:.1f}s", file=sys.stderr)
-        elif args.command == "down":
-            lab.down(log=lambda line: print(line, file=sys.stderr, flush=True))
-            print(lab.describe(lab.status()))
-        elif args.command == "status":
-            state = lab.status()
-            print(lab.describe(state))
-            return 0 if state.kafka.running and state.postgres.running else 3
-        elif args.command == "env":
-            print(lab.env_exports(lab.status()))
-        elif args.command == "setup":
-            java, major = check_java()
-            print(f"java      {major} at {java}", file=sys.stderr)
-            if not os.environ.get(lab.POSTGRES_ENV):
-                postgres.install_if_root()
-                print(f"postgres  binaries in {postgres.find_bin_dir()}", file=sys.stderr)
-            jars.ensure_all()
-            print(f"jars      ready in {jars_dir()}", file=sys.stderr)
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    exit_cleanly_on_termination()  # a `lab.py up` stopped by SIGTERM stops what it had started, as on Ctrl-C
+    if args.command == "up":
+        began = time.monotonic()
+        state, _ = lab.up(log=lambda line: print(line, file=sys.stderr, flush=True))
+        print(lab.describe(state))
+        print(f"lab up in {time.monotonic() - began:.1f}s", file=sys.stderr)
+    elif args.command == "down":
+        lab.down(log=lambda line: print(line, file=sys.stderr, flush=True), purge=args.purge)
+        print(lab.describe(lab.status()))
+    elif args.command == "status":
+        state = lab.status()
+        print(lab.describe(state))
+        return 0 if state.kafka.running and state.postgres.running else 3
+    elif args.command == "env":
+        print(lab.env_exports(lab.status()))
+    elif args.command == "setup":
+        java, major = check_java()
+        print(f"java      {major} at {java}", file=sys.stderr)
+        if not os.environ.get(lab.POSTGRES_ENV):
+            postgres.install_if_root()
+            print(f"postgres  binaries in {postgres.find_bin_dir()}", file=sys.stderr)
+        jars.ensure_all()
+        print(f"jars      ready in {jars_dir()}", file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run(main))

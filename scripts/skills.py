@@ -13,19 +13,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from rtm_lab import cli
 from skillgen.commands import run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = cli.Parser(
         prog="skills.py",
         description=__doc__.split("\n\n")[0],
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
+    parser.add_argument("--root", type=cli.existing_dir, default=ROOT, help="repository root (default: this checkout)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("generate", help="render the skill files and the manifest")
     sub.add_parser("validate", help="check the skill is current and well-formed (non-zero exit if not)")

@@ -12,6 +12,8 @@ from pathlib import Path
 from rtm_lab import jars, ports, processes
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
+from rtm_lab.paths import make_private_dir
+from rtm_lab.signals import raise_if_received
 
 GROUP = "kafka-broker"
 READY_TIMEOUT_S = 120.0
@@ -79,6 +81,13 @@ class KafkaPaths:
 
 def answers(bootstrap: str, timeout_s: float = 5.0) -> bool:
     """True when the broker answers a metadata request."""
+    try:
+        return _answers(bootstrap, timeout_s)
+    finally:
+        raise_if_received()  # a Ctrl-C or SIGTERM that kafka-python's network loop swallowed
+
+
+def _answers(bootstrap: str, timeout_s: float) -> bool:
     from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
 
@@ -89,6 +98,8 @@ def answers(bootstrap: str, timeout_s: float = 5.0) -> bool:
         admin = KafkaAdminClient(
             bootstrap_servers=bootstrap,
             request_timeout_ms=int(timeout_s * 1000),
+            # The client's default waits 30 s for a listener that accepts connections but never speaks Kafka.
+            bootstrap_timeout_ms=int(timeout_s * 1000),
             client_id="rtm-lab-probe",
         )
     except (KafkaError, OSError, ValueError):
@@ -115,11 +126,30 @@ def _classpath() -> str:
     return os.pathsep.join(str(p) for p in jars.ensure(GROUP))
 
 
-def start(root: Path, port: int, controller_port: int) -> int:
-    """Format storage if needed, start the broker, wait until it answers; return its pid."""
+def marker(root: Path) -> str:
+    """What the broker's command line holds and no other process's does: its config file's path in the lab folder."""
+    return str(KafkaPaths(root).config)
+
+
+def configured_port(root: Path) -> int | None:
+    """The broker port in the lab's config file (to find a running broker when the state file lost it)."""
+    try:
+        for line in KafkaPaths(root).config.read_text().splitlines():
+            if line.startswith("advertised.listeners="):
+                return int(line.rsplit(":", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
+    """Format storage if needed, start the broker, wait until it answers; return its pid.
+
+    `on_spawn(pid)` is called as soon as the broker process exists, so a caller can record it before waiting.
+    """
     java, _ = check_java()
     paths = KafkaPaths(root)
-    root.mkdir(parents=True, exist_ok=True)
+    make_private_dir(root)
     classpath = _classpath()
     wanted = SERVER_PROPERTIES.format(port=port, controller_port=controller_port, data_dir=paths.data)
     # The metadata log remembers the controller address, so a changed port means fresh storage.
@@ -131,7 +161,18 @@ def start(root: Path, port: int, controller_port: int) -> int:
     if not (paths.data / "meta.properties").exists():
         shutil.rmtree(paths.data, ignore_errors=True)
         fmt = subprocess.run(
-            [java, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(paths.config)],
+            [
+                java,
+                "-XX:-UsePerfData",
+                "-cp",
+                classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                _cluster_id(),
+                "-c",
+                str(paths.config),
+            ],
             capture_output=True,
             text=True,
             timeout=120,
@@ -144,6 +185,7 @@ def start(root: Path, port: int, controller_port: int) -> int:
         f"-Xmx{heap}",
         "-Xms256m",
         "-XX:+UseG1GC",
+        "-XX:-UsePerfData",  # no /tmp/hsperfdata_<user> left behind
         f"-Dlog4j2.configurationFile={log4j}",
         "-Djava.awt.headless=true",
         "-cp",
@@ -152,6 +194,8 @@ def start(root: Path, port: int, controller_port: int) -> int:
         str(paths.config),
     ]
     pid = processes.spawn(cmd, paths.stdout_log)
+    if on_spawn is not None:
+        on_spawn(pid)
     bootstrap = f"{ports.HOST}:{port}"
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:

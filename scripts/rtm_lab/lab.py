@@ -1,22 +1,35 @@
 """Bring the whole lab up or down, report on it, and export its settings. The CLI is `scripts/lab.py`.
 
 A service named by the user's environment (KAFKA_BOOTSTRAP_SERVERS, POSTGRES_DSN) is used as it is: the lab checks
-that it answers and starts nothing for it.
+that it answers and starts nothing for it, and never writes its address (it may hold a password) to disk.
+
+`up` and `down` hold one lock (a file in the lab folder), so two of them at once take turns: the second finds what
+the first started. A process the lab started is recorded the moment it exists, with its start time, and is signalled
+only after checking it is still that process. A service that runs but answers slowly is reported, never stopped.
 """
 
+import contextlib
+import fcntl
 import json
 import os
-from dataclasses import asdict, dataclass, field
+import shlex
+import shutil
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from rtm_lab import kafka, ports, postgres, processes
-from rtm_lab.errors import LabError
-from rtm_lab.paths import state_dir
+from rtm_lab.errors import LabError, redact
+from rtm_lab.paths import make_private_dir, state_dir, write_private
+from rtm_lab.waiting import WaitTimeout, wait_until
 
 KAFKA_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 POSTGRES_ENV = "POSTGRES_DSN"
 KAFKA_PORT_ENV = "RTM_LAB_KAFKA_PORT"
 POSTGRES_PORT_ENV = "RTM_LAB_POSTGRES_PORT"
+WAIT_ENV = "RTM_LAB_WAIT_S"
+# How long `up` waits for a service that runs but does not answer yet (a loaded machine) before saying so.
+SLOW_SERVICE_WAIT_S = 60.0
 
 
 @dataclass
@@ -29,6 +42,7 @@ class Service:
     external: bool = False
     running: bool = False
     detail: str = ""
+    started: str = ""  # the process's start-time token (processes.start_time), to tell it from a reused pid
 
 
 @dataclass
@@ -45,21 +59,85 @@ class LabState:
         return self.postgres.address
 
 
+def make_lab_dir() -> Path:
+    """The lab folder: private, except that as root it can be crossed (not listed) so the `postgres` user reaches
+    its own 0700 folder inside; everything in it is 0700/0600."""
+    if state_dir().is_dir():
+        return state_dir()  # its mode is the user's choice by now
+    made = make_private_dir(state_dir())
+    if os.geteuid() == 0:
+        made.chmod(0o711)
+    return made
+
+
 def _state_file() -> Path:
     return state_dir() / "state.json"
+
+
+def _service(raw: dict) -> Service:
+    known = {f.name for f in fields(Service)}
+    return Service(**{k: v for k, v in raw.items() if k in known})
 
 
 def _load() -> LabState:
     try:
         raw = json.loads(_state_file().read_text())
-        return LabState(kafka=Service(**raw["kafka"]), postgres=Service(**raw["postgres"]))
+        return LabState(kafka=_service(raw["kafka"]), postgres=_service(raw["postgres"]))
     except (OSError, ValueError, KeyError, TypeError):
         return LabState()
 
 
 def _save(state: LabState) -> None:
-    _state_file().parent.mkdir(parents=True, exist_ok=True)
-    _state_file().write_text(json.dumps(asdict(state), indent=2, sort_keys=True))
+    saved = {}
+    for service in (state.kafka, state.postgres):
+        # An external service's address comes from the environment each time; it may carry a password.
+        saved[service.name] = asdict(Service(service.name, external=True) if service.external else service)
+    make_lab_dir()
+    write_private(_state_file(), json.dumps(saved, indent=2, sort_keys=True))
+
+
+_lock_depth = 0
+
+
+@contextlib.contextmanager
+def _locked(log) -> Iterator[None]:
+    """Hold the lab's lock (re-entrant within this process: `up` calls `down` when a start fails)."""
+    global _lock_depth
+    if _lock_depth:
+        _lock_depth += 1
+        try:
+            yield
+        finally:
+            _lock_depth -= 1
+        return
+    make_lab_dir()
+    fd = os.open(state_dir() / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log("lab       another `lab.py up/down` is at work on this lab folder; waiting for it")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock_depth = 1
+        try:
+            yield
+        finally:
+            _lock_depth = 0
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _env_seconds(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < 86400:
+        raise LabError(f"{name}={value!r} is not a number of seconds (above 0). Fix it or unset it.")
+    return seconds
 
 
 def _env_port(name: str) -> int | None:
@@ -71,14 +149,38 @@ def _env_port(name: str) -> int | None:
     return int(value)
 
 
-def _redact(dsn: str) -> str:
-    # Never print a password: keep the DSN's shape, hide the secret.
-    import re
-
-    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", dsn)
+def _kafka_root() -> Path:
+    return state_dir() / "kafka"
 
 
-def _kafka_up(state: LabState, log) -> None:
+def _lab_broker(previous: Service) -> tuple[int | None, str]:
+    """The broker this lab folder runs, as (pid, start token), or (None, ""): the recorded one if it is still that
+    process, else one found by its command line (a state file that lost it must not hide a running broker)."""
+    marker = kafka.marker(_kafka_root())
+    if processes.is_ours(previous.pid, previous.started, marker):
+        return previous.pid, previous.started
+    found = processes.find(marker)
+    return (found[0], processes.start_time(found[0])) if found else (None, "")
+
+
+def _wait_for_slow(what: str, pid: int, check, log_file: Path, log) -> None:
+    """A live service of ours that does not answer yet: wait, then report it; never stop it (someone may use it)."""
+    if check():
+        return
+    patience = _env_seconds(WAIT_ENV, SLOW_SERVICE_WAIT_S)
+    log(f"{what:<9} running (pid {pid}) but not answering yet; waiting up to {patience:g}s")
+    try:
+        wait_until(check, patience, what, interval_s=1.0)
+    except WaitTimeout:
+        raise LabError(
+            f"{what} (pid {pid}, started by this lab) runs but has not answered for {patience:g}s; it "
+            f"may be overloaded. It was left running. See {log_file}; `python scripts/lab.py down` stops it."
+        ) from None
+
+
+def _check_external_services() -> dict[str, Service]:
+    """The services named by the environment, each checked to answer (in seconds, not minutes)."""
+    found = {}
     external = os.environ.get(KAFKA_ENV)
     if external:
         if not kafka.answers(external):
@@ -86,124 +188,174 @@ def _kafka_up(state: LabState, log) -> None:
                 f"{KAFKA_ENV}={external} does not answer a Kafka metadata request. Start that broker, fix the "
                 f"address, or unset {KAFKA_ENV} to let the lab run its own."
             )
-        state.kafka = Service("kafka", address=external, external=True, running=True, detail="external")
-        return
+        found["kafka"] = Service("kafka", address=external, external=True, running=True, detail="external")
+    external = os.environ.get(POSTGRES_ENV)
+    if external:
+        reason = postgres.problem(external)
+        if reason:
+            raise LabError(
+                f"{POSTGRES_ENV} ({redact(external)}) does not answer SELECT 1: {reason}. Start that server, fix the "
+                f"DSN, or unset {POSTGRES_ENV} to let the lab run its own."
+            )
+        found["postgres"] = Service("postgres", address=external, external=True, running=True, detail="external")
+    return found
+
+
+def _kafka_up(state: LabState, log, spawned: set[str]) -> None:
     previous = state.kafka
-    if processes.is_alive(previous.pid) and kafka.answers(previous.address):
-        log(f"kafka     already running at {previous.address} (pid {previous.pid})")
+    pid, started = _lab_broker(previous)
+    if pid is not None:
+        port = kafka.configured_port(_kafka_root()) or previous.port
+        address = f"{ports.HOST}:{port}"
+        _wait_for_slow("kafka", pid, lambda: kafka.answers(address), kafka.KafkaPaths(_kafka_root()).server_log, log)
+        state.kafka = Service("kafka", address, pid, port, previous.extra_port, running=True, started=started)
+        log(f"kafka     already running at {address} (pid {pid})")
         return
-    processes.stop(previous.pid)
     port = ports.choose(_env_port(KAFKA_PORT_ENV), KAFKA_PORT_ENV, previous.port)
     controller_port = ports.choose(None, "", previous.extra_port, avoid={port})
     log(f"kafka     starting a KRaft broker on {ports.HOST}:{port} ...")
-    pid = kafka.start(state_dir() / "kafka", port, controller_port)
-    state.kafka = Service("kafka", f"{ports.HOST}:{port}", pid, port, controller_port, running=True)
+    address = f"{ports.HOST}:{port}"
+
+    def record(new_pid: int) -> None:
+        spawned.add("kafka")
+        state.kafka = Service("kafka", address, new_pid, port, controller_port, started=processes.start_time(new_pid))
+        _save(state)
+
+    kafka.start(_kafka_root(), port, controller_port, on_spawn=record)
+    state.kafka.running = True
     _save(state)
-    log(f"kafka     ready at {state.kafka.address} (pid {pid})")
+    log(f"kafka     ready at {address} (pid {state.kafka.pid}); log {kafka.KafkaPaths(_kafka_root()).server_log}")
 
 
-def _postgres_up(state: LabState, log) -> None:
-    external = os.environ.get(POSTGRES_ENV)
-    if external:
-        if not postgres.answers(external):
-            raise LabError(
-                f"{POSTGRES_ENV} ({_redact(external)}) does not answer SELECT 1. Start that server, fix the DSN, "
-                f"or unset {POSTGRES_ENV} to let the lab run its own."
-            )
-        state.postgres = Service("postgres", address=external, external=True, running=True, detail="external")
-        return
+def _postgres_up(state: LabState, log, spawned: set[str]) -> None:
     previous = state.postgres
     pid = postgres.server_pid(state_dir())
-    if processes.is_alive(pid) and previous.address and postgres.answers(previous.address):
-        log(f"postgres  already running at {_redact(previous.address)} (pid {pid})")
+    if pid is not None:
+        port = postgres.server_port(state_dir()) or previous.port
+        address = postgres.dsn(port)
+        _wait_for_slow("postgres", pid, lambda: postgres.answers(address), postgres.log_path(state_dir()), log)
+        state.postgres = Service("postgres", address, pid, port, running=True, started=processes.start_time(pid))
+        log(f"postgres  already running at {redact(address)} (pid {pid})")
         return
-    postgres.stop(state_dir())
     port = ports.choose(_env_port(POSTGRES_PORT_ENV), POSTGRES_PORT_ENV, previous.port)
     log(f"postgres  starting a private cluster on {ports.HOST}:{port} as {postgres.whoami()} ...")
-    postgres.start(state_dir(), port)
-    state.postgres = Service("postgres", postgres.dsn(port), postgres.server_pid(state_dir()), port, running=True)
+
+    def record(new_pid: int) -> None:
+        spawned.add("postgres")
+        state.postgres = Service("postgres", postgres.dsn(port), new_pid, port, started=processes.start_time(new_pid))
+        _save(state)
+
+    postgres.start(state_dir(), port, on_spawn=record)
+    state.postgres.running = True
     _save(state)
-    log(f"postgres  ready at {_redact(state.postgres.address)} (pid {state.postgres.pid})")
+    log(
+        f"postgres  ready at {redact(state.postgres.address)} (pid {state.postgres.pid}); "
+        f"log {postgres.log_path(state_dir())}"
+    )
 
 
 def up(log=print) -> tuple[LabState, set[str]]:
     """Start what is not running; return the state and the names of services this call started.
 
-    If a service fails to start, whatever this call started is stopped again, so a failed `up` leaves the lab as
-    it found it rather than half-started.
+    If a service fails to start (or the call is interrupted), whatever this call started is stopped again, so a
+    failed `up` leaves the lab as it found it rather than half-started.
     """
-    state = _load()
-    before = {"kafka": _is_running(state.kafka), "postgres": _is_running(state.postgres)}
-    try:
-        _kafka_up(state, log)
-        _postgres_up(state, log)
-    except BaseException:
+    # Bad settings and unreachable external services are reported before anything is created or started.
+    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV), _env_seconds(WAIT_ENV, SLOW_SERVICE_WAIT_S)
+    externals = _check_external_services()
+    spawned: set[str] = set()
+    with _locked(log):
+        state = _load()
+        state.kafka = externals.get("kafka", state.kafka)
+        state.postgres = externals.get("postgres", state.postgres)
+        try:
+            if not state.kafka.external:
+                _kafka_up(state, log, spawned)
+            if not state.postgres.external:
+                _postgres_up(state, log, spawned)
+        except BaseException:
+            _save(state)
+            if spawned:
+                log(f"start-up failed; stopping what this run started: {', '.join(sorted(spawned))}")
+                down(only=set(spawned), log=log)
+            raise
         _save(state)
-        partial = {name for name, was in before.items() if not was and getattr(state, name).running}
-        partial -= {name for name in partial if getattr(state, name).external}
-        if partial:
-            log(f"start-up failed; stopping what this run started: {', '.join(sorted(partial))}")
-            down(only=partial, log=log)
-        raise
-    _save(state)
-    started = {name for name, was in before.items() if not was and not getattr(state, name).external}
-    return state, started
+    return state, spawned
 
 
-def _is_running(service: Service) -> bool:
-    if service.external or not service.address:
-        return False
-    if service.name == "kafka":
-        return processes.is_alive(service.pid) and kafka.answers(service.address, timeout_s=2.0)
-    return processes.is_alive(postgres.server_pid(state_dir())) and postgres.answers(service.address)
+def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
+    """Stop the services the lab started (all, or the named ones). External services are never touched.
 
-
-def down(only: set[str] | None = None, log=print) -> None:
-    """Stop the services the lab started (all, or the named ones). External services are never touched."""
-    state = _load()
-    if only is None or "kafka" in only:
-        if state.kafka.pid and not state.kafka.external:
-            log(f"kafka     stopping (pid {state.kafka.pid})")
-        processes.stop(state.kafka.pid)
-        state.kafka = Service("kafka", port=state.kafka.port, extra_port=state.kafka.extra_port)
-    if only is None or "postgres" in only:
-        if processes.is_alive(postgres.server_pid(state_dir())):
-            log("postgres  stopping")
-        postgres.stop(state_dir())
-        state.postgres = Service("postgres", port=state.postgres.port)
-    _save(state)
+    `purge` also deletes their data (the Kafka log and the PostgreSQL cluster, wherever it lives); jars are kept.
+    """
+    with _locked(log):
+        state = _load()
+        if only is None or "kafka" in only:
+            recorded = state.kafka
+            marker = kafka.marker(_kafka_root())
+            if processes.is_alive(recorded.pid) and not processes.is_ours(recorded.pid, recorded.started, marker):
+                log(f"kafka     pid {recorded.pid} in the state file is no longer this lab's broker; left alone")
+            for pid in {p for p in [_lab_broker(recorded)[0], *processes.find(kafka.marker(_kafka_root()))] if p}:
+                log(f"kafka     stopping (pid {pid})")
+                processes.stop(pid, marker=kafka.marker(_kafka_root()))
+            state.kafka = Service("kafka", port=recorded.port, extra_port=recorded.extra_port)
+            if purge:
+                shutil.rmtree(_kafka_root(), ignore_errors=True)
+        if only is None or "postgres" in only:
+            if postgres.server_pid(state_dir()):
+                log("postgres  stopping")
+            postgres.stop(state_dir(), state.postgres.pid, state.postgres.started)
+            state.postgres = Service("postgres", port=state.postgres.port)
+            if purge:
+                postgres.remove(state_dir())
+        _save(state)
 
 
 def status() -> LabState:
     """What runs where, checked now (a recorded pid that no longer answers is reported as down)."""
     state = _load()
     for service in (state.kafka, state.postgres):
-        if os.environ.get(KAFKA_ENV if service.name == "kafka" else POSTGRES_ENV):
+        env_name = KAFKA_ENV if service.name == "kafka" else POSTGRES_ENV
+        if os.environ.get(env_name):
             service.external = True
-            service.address = os.environ[KAFKA_ENV if service.name == "kafka" else POSTGRES_ENV]
-            service.running = (
-                kafka.answers(service.address) if service.name == "kafka" else postgres.answers(service.address)
-            )
+            service.address = os.environ[env_name]
+            service.running = _answers(service)
             continue
-        service.running = _is_running(service)
-        if service.name == "postgres":
+        if service.name == "kafka":
+            service.pid, service.started = _lab_broker(service)
+            if service.pid and not service.address:
+                service.address = f"{ports.HOST}:{kafka.configured_port(_kafka_root())}"
+        else:
             service.pid = postgres.server_pid(state_dir())
+            if service.pid and not service.address:
+                service.address = postgres.dsn(postgres.server_port(state_dir()))
+        service.running = bool(service.pid and service.address) and _answers(service)
+        if service.pid and not service.running:
+            service.detail = "running but not answering"
     return state
+
+
+def _answers(service: Service) -> bool:
+    if service.name == "kafka":
+        return kafka.answers(service.address)
+    return postgres.answers(service.address)
 
 
 def env_exports(state: LabState) -> str:
     lines = []
     if state.kafka.address:
-        lines.append(f"export {KAFKA_ENV}={state.kafka.address}")
+        lines.append(f"export {KAFKA_ENV}={shlex.quote(state.kafka.address)}")
     if state.postgres.address:
-        lines.append(f"export {POSTGRES_ENV}='{state.postgres.address}'")
+        lines.append(f"export {POSTGRES_ENV}={shlex.quote(state.postgres.address)}")
     return "\n".join(lines)
 
 
 def describe(state: LabState) -> str:
     rows = []
     for service in (state.kafka, state.postgres):
-        where = _redact(service.address) if service.address else "-"
+        where = redact(service.address) if service.address else "-"
         how = "external" if service.external else (f"pid {service.pid}" if service.pid else "")
+        if service.detail and service.detail != "external":
+            how += f" ({service.detail})"
         rows.append(f"{service.name:<9} {'up' if service.running else 'down':<5} {where} {how}".rstrip())
     return "\n".join(rows)

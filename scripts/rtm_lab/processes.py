@@ -1,4 +1,9 @@
-"""Start, find and stop the lab's background processes so that `down` leaves nothing behind."""
+"""Start, find and stop the lab's background processes so that `down` leaves nothing behind.
+
+A pid saved in the lab's state can outlive its process (a reboot, a crash) and later name anything. Before any signal
+the lab checks that the pid is still the process it started: same start time and a command line that holds the
+lab's marker (a path inside the lab folder). A process that fails the check is left alone.
+"""
 
 import contextlib
 import os
@@ -27,10 +32,74 @@ def is_alive(pid: int | None) -> bool:
     return True
 
 
-def spawn(cmd: list[str], log_path: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> int:
-    """Start a detached process (own session, so it outlives the CLI) writing to log_path; return its pid."""
+def start_time(pid: int | None) -> str:
+    """An opaque token that changes when the pid is reused: boot id + start time (Linux), `ps` lstart elsewhere."""
+    if not pid:
+        return ""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        # Field 22 (start time in clock ticks since boot) counts from after the command name, which may hold spaces.
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+        return f"{boot}:{fields[19]}"
+    except (OSError, IndexError):
+        pass
+    if Path("/proc/self/stat").exists():
+        return ""  # Linux, and the process is gone
+    result = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True)
+    return result.stdout.strip()
+
+
+def arguments(pid: int | None) -> list[str]:
+    """The process's command line, one item per argument (from `ps`, split on spaces, where there is no /proc)."""
+    if not pid:
+        return []
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        pass
+    if Path("/proc/self/stat").exists():
+        return []
+    result = subprocess.run(["ps", "-ww", "-o", "command=", "-p", str(pid)], capture_output=True, text=True)
+    return result.stdout.split()
+
+
+def is_ours(pid: int | None, started: str, marker: str) -> bool:
+    """True only when pid is alive, started when we recorded it (if we did), and one of its arguments is marker.
+
+    A whole argument, not a substring: the lab at /x/lab must not claim the broker of the lab at /y/x/lab.
+    """
+    if not is_alive(pid):
+        return False
+    if started and start_time(pid) != started:
+        return False
+    return bool(marker) and marker in arguments(pid)
+
+
+def find(marker: str) -> list[int]:
+    """Pids of live processes with marker as one of their arguments (Linux; elsewhere none are found this way)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return []
+    pids = (int(entry.name) for entry in proc.iterdir() if entry.name.isdigit())
+    return [pid for pid in pids if pid != os.getpid() and marker in arguments(pid) and is_alive(pid)]
+
+
+def spawn(
+    cmd: list[str],
+    log_path: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    user: str | None = None,
+) -> int:
+    """Start a detached process (own session, so it outlives the CLI) writing to log_path; return its pid.
+
+    `user` runs it as that user (the lab is root): Popen switches user in the child before exec, so the pid is the
+    program itself, not a wrapper such as runuser.
+    """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
+    as_user = {"user": user, "group": _group_of(user), "extra_groups": []} if user else {}
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "ab") as log:
         proc = subprocess.Popen(
             cmd,
             stdout=log,
@@ -39,28 +108,44 @@ def spawn(cmd: list[str], log_path: Path, env: dict[str, str] | None = None, cwd
             start_new_session=True,
             env=env,
             cwd=cwd,
+            **as_user,
         )
     return proc.pid
 
 
-def stop(pid: int | None, timeout: float = 30.0) -> None:
-    """SIGTERM the process group, wait, then SIGKILL whatever is left."""
+def _group_of(user: str) -> int:
+    import pwd
+
+    return pwd.getpwnam(user).pw_gid
+
+
+def stop(pid: int | None, started: str = "", marker: str = "", timeout: float = 30.0) -> bool:
+    """SIGTERM the process group, wait, then SIGKILL whatever is left; return whether it is gone.
+
+    With a marker, nothing is signalled unless `is_ours(pid, started, marker)`: a stale pid is not ours to kill.
+    """
     if not is_alive(pid):
-        return
+        return True
+    if marker and not is_ours(pid, started, marker):
+        return True
+    assert pid is not None
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        except PermissionError:
-            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            # Not a group leader, or a group with someone else's processes in it: signal the process alone.
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return not is_alive(pid)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)
             if not is_alive(pid):
-                return
+                return True
             time.sleep(0.1)
+    return not is_alive(pid)
 
 
 def tail(path: Path, lines: int = 30) -> str:

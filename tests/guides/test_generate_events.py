@@ -2,25 +2,27 @@
 exit code when the machine can't keep the asked rate."""
 
 import json
+import subprocess
 import sys
-from pathlib import Path
 
 from rtm_lab import topics
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-import generate_events
+from rtm_lab.paths import PROJECT_ROOT
 
 
-def test_generator_counts_what_it_sent(lab, kafka_topic, capsys):
+def generate_events(*args: str) -> subprocess.CompletedProcess:
+    """Run the generator as a user would: its own process, its exit code, its output."""
+    script = PROJECT_ROOT / "scripts" / "generate_events.py"
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=300)
+
+
+def test_generator_counts_what_it_sent(lab, kafka_topic):
     topic = kafka_topic(partitions=2)
-    code = generate_events.main(
-        [
-            *("--topic", topic, "--bootstrap", lab.kafka_bootstrap, "--count", "600", "--rate", "3000"),
-            *("--duplicate-pct", "10", "--bad-pct", "5", "--payload-bytes", "64", "--json"),
-        ]
+    result = generate_events(
+        *("--topic", topic, "--bootstrap", lab.kafka_bootstrap, "--count", "600", "--rate", "3000"),
+        *("--duplicate-pct", "10", "--bad-pct", "5", "--payload-bytes", "64", "--json"),
     )
-    summary = json.loads(capsys.readouterr().out)
-    assert code == 0 and summary["reached_rate"] is True
+    summary = json.loads(result.stdout)
+    assert result.returncode == 0 and summary["reached_rate"] is True, result.stderr
     records = topics.read_all(lab.kafka_bootstrap, topic, expected=600, timeout_s=30)
     assert len(records) == summary["produced"] == 600
     good = []
@@ -37,10 +39,8 @@ def test_generator_counts_what_it_sent(lab, kafka_topic, capsys):
     assert all(b["created_ms"] > 0 and len(b["payload"]) == 64 for b in good)
 
 
-def test_generator_says_when_it_could_not_keep_the_rate(lab, kafka_topic, capsys):
+def test_generator_says_when_it_could_not_keep_the_rate(lab, kafka_topic):
     topic = kafka_topic(partitions=1)
-    code = generate_events.main(
-        ["--topic", topic, "--bootstrap", lab.kafka_bootstrap, "--count", "30000", "--rate", "10000000"]
-    )
-    assert code == 1
-    assert "could not keep 10000000 rows/s" in capsys.readouterr().err
+    result = generate_events("--topic", topic, "--bootstrap", lab.kafka_bootstrap, "--count", "30000", "--rate", "1e7")
+    assert result.returncode == 1
+    assert "could not keep 10000000 rows/s" in result.stderr

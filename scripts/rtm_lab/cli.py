@@ -1,0 +1,116 @@
+"""What every command line shares: argument checks that run before any work, and errors as one line with exit 2.
+
+Use `Parser` instead of `argparse.ArgumentParser`, the `type=` checks below for numbers and output paths, and
+`sys.exit(run(main))` so a `LabError` (a problem the user can fix) prints one line, never a traceback.
+"""
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from rtm_lab.errors import LabError, redact
+
+USAGE_ERROR = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported on one line (what was wrong, where to read more), exit 2."""
+
+    def error(self, message: str):
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {redact(message)} (see {self.prog} --help)\n")
+
+
+def _number(text: str, kind: type) -> float | int:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+        ) from None
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (a rate, a duration): NaN, inf, 0 and negatives are refused."""
+    value = _number(text, float)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(text, float)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, got {text!r}")
+    return value
+
+
+def percent(text: str) -> float:
+    value = _number(text, float)
+    if not math.isfinite(value) or not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage from 0 to 100, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer of at least 1 (partitions, counts, keys)."""
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer of at least 0, got {text!r}")
+    return value
+
+
+def json_output(text: str) -> Path:
+    """A result file to write: its name ends in .json (tables are written beside it under the same name) and its
+    folder exists and is writable, checked before any work starts."""
+    path = Path(text)
+    if path.suffix != ".json":
+        raise argparse.ArgumentTypeError(f"must be a file name ending in .json, got {text!r}")
+    folder = path.parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"folder {str(folder)!r} of {text!r} does not exist; create it first")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name ending in .json")
+    try:
+        # Really create a file there: permissions, read-only mounts and quotas all show up now, not after the run.
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(
+            f"cannot write into {str(folder)!r} ({exc.strerror}); choose another path"
+        ) from None
+    return path
+
+
+def existing_dir(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not an existing folder")
+    return path
+
+
+def run(main: Callable[[], int]) -> int:
+    """Call main(); a LabError becomes one line on stderr and exit 2, Ctrl-C exit 130, both without a traceback."""
+    try:
+        return main()
+    except LabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`lab.py env | head -1`): not an error worth a traceback.
+        # Python's documented remedy: point stdout at /dev/null so the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
