@@ -11,7 +11,7 @@ from psycopg2 import sql
 from rtm_lab import loadgen, sink_check, topics
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.waiting import wait_until
-from snippets.guides.kafka_to_postgres import start_pipeline
+from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL, start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 from tests.guides.conftest import with_password
@@ -96,13 +96,21 @@ def test_jvm_writer_wrong_password_fails_at_once_without_printing_it(spark, lab,
 def test_jvm_writer_statement_timeout_cancels_a_blocked_flush_which_is_retried(
     spark, lab, kafka_topic, pg_schema, checkpoint, stop_after
 ):
-    """A flush blocked on a row lock is cancelled by statement_timeout (57014, transient) and retried on a new
+    """A timed flush blocked on a row lock is cancelled by statement_timeout (57014, transient) and retried on a new
     connection: several backends of the writer come and go while the lock is held, then the row lands. (With the
-    timeout at 600 s instead, the same test times out waiting for the backends: checked when it was written.)"""
+    timeout at 600 s instead, the same test times out waiting for the backends: checked when it was written.)
+    The lock is held past the end of the real-time batch, so close() meets the timer's flush in its backoff: it
+    waits for it (no shutdownNow interrupting it, which would fail the task), and the query keeps running."""
     topic = kafka_topic(partitions=1)
     app = f"jvm-timeout-{pg_schema}"
     config = SinkConfig(
-        dsn=lab.postgres_dsn, schema=pg_schema, table=TABLE, max_rows=1, statement_timeout_ms=300, application_name=app
+        dsn=lab.postgres_dsn,
+        schema=pg_schema,
+        table=TABLE,
+        max_rows=100,
+        max_dwell_ms=20,  # the timer thread does the flush
+        statement_timeout_ms=300,
+        application_name=app,
     )
     create_tables(config)
     query = stop_after(
@@ -125,6 +133,7 @@ def test_jvm_writer_statement_timeout_cancels_a_blocked_flush_which_is_retried(
             return len(backends) >= 3
 
         wait_until(writer_backends, 60, "the writer to reconnect after cancelled statements", abort=query.exception)
+        time.sleep(float(REAL_TIME_INTERVAL.split()[0]) + 1)  # the batch's end (and close()) falls in the hold
     finally:
         locker.rollback()
         locker.close()
