@@ -242,7 +242,7 @@ def test_close_with_an_error_waits_for_a_timed_flush_in_progress(lab, pg_schema,
     sink.open(0, 0)
     sink.process(event(1, created_ms=1))
     wait_until(lambda: stored(lab, pg_schema) == 1, 10, "the first timed flush")
-    hold = 1.0
+    hold = 6.0  # longer than a bounded join of the timer thread (5 s before): close() must wait for the flush itself
     release = hold_row_lock(lab, pg_schema, key=1, seconds=hold)
     sink.process(event(1, created_ms=2))  # the timer's next flush blocks on the lock
     time.sleep(0.2)
