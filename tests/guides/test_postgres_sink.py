@@ -1,7 +1,8 @@
 """The PostgresSink writer on its own, driven the way Spark drives it (open, process per row, close), against the
 lab's Postgres: the dwell-time flush fires under sustained load and when rows stop, a lost connection costs no
-buffered row, upserts keep the newest version, the password never reaches a log, identifiers can't inject SQL, and
-the connection budget check fails clearly."""
+buffered row, upserts keep the newest version, a wrong password fails at once and never reaches a log, identifiers
+can't inject SQL, the connection budget check fails clearly, the I/O timeouts are set and a statement timeout is
+retried, close() waits for a timed flush, and the password provider is asked again on every connect."""
 
 import logging
 import threading
@@ -46,7 +47,7 @@ def event(key: int, created_ms: int | None = None, offset: int | None = None) ->
 
 
 def sink_for(lab, schema: str, **overrides) -> PostgresSink:
-    config = SinkConfig(dsn=lab.postgres_dsn, schema=schema, **{"table": TABLE, **overrides})
+    config = SinkConfig(**{"dsn": lab.postgres_dsn, "schema": schema, "table": TABLE, **overrides})
     create_tables(config)
     return PostgresSink(config)
 
@@ -242,7 +243,7 @@ def test_close_with_an_error_waits_for_a_timed_flush_in_progress(lab, pg_schema,
     sink.open(0, 0)
     sink.process(event(1, created_ms=1))
     wait_until(lambda: stored(lab, pg_schema) == 1, 10, "the first timed flush")
-    hold = 1.0
+    hold = 6.0  # longer than a bounded join of the timer thread (5 s before): close() must wait for the flush itself
     release = hold_row_lock(lab, pg_schema, key=1, seconds=hold)
     sink.process(event(1, created_ms=2))  # the timer's next flush blocks on the lock
     time.sleep(0.2)
@@ -303,3 +304,34 @@ def test_connections_carry_the_io_timeouts(lab, pg_schema):
     sink.close(None)
     assert statement_timeout == "4s"
     assert (params["keepalives"], params["tcp_user_timeout"], params["connect_timeout"]) == ("1", "30000", "5")
+
+
+def test_password_provider_callable_is_called_on_every_connect(lab, pg_schema):
+    calls = []
+    password = psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"]
+
+    def provider() -> str:
+        calls.append(time.monotonic())
+        return password
+
+    sink = sink_for(
+        lab,
+        pg_schema,
+        dsn=with_password(lab.postgres_dsn, None),
+        password_provider=provider,
+        max_rows=1000,
+        max_dwell_ms=60_000,
+        application_name=f"callable-{pg_schema}",
+    )
+    calls.clear()  # create_tables() asked it too
+    sink.open(0, 0)
+    sink.process(event(1))
+    with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (sink.config.application_name,),
+        )
+    conn.close()
+    sink.close(None)
+    assert len(calls) == 2  # open() and the reconnect in close()'s flush
+    assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE).keys() == {1}
