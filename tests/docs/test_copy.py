@@ -365,3 +365,30 @@ def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tm
         counts["output_checked"] += 1
     else:
         request.config.stash.setdefault(SILENT, set()).add(page.name)
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_connector_alone_does_not_resolve(reader_env, tmp_path):
+    """Why the set-up section needs three settings: the 4.2.0 connector's own token provider is not on Maven Central.
+
+    When this fails because the session starts, Maven Central has caught up: simplify "Set up your own project".
+    """
+    env = {k: v for k, v in reader_env.items() if k != "SPARK_CONF_DIR"}
+    script = (
+        "from pyspark.sql import SparkSession\n"
+        "SparkSession.builder.config('spark.jars.packages', "
+        "'org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0').getOrCreate()\n"
+    )
+    result = subprocess.run(
+        [env["VIRTUAL_ENV"] + "/bin/python", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode != 0, "the 4.2.0 connector alone resolved: Maven Central has its token provider now"
+    assert "unresolved dependency: org.apache.spark#spark-token-provider-kafka-0-10_2.13;4.2.0: not found" in (
+        result.stdout + result.stderr
+    ), tail(result.stderr)
