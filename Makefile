@@ -2,11 +2,12 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: help setup demo test lint format lab-up lab-down lab-status clean docs docs-build skill
+.PHONY: help setup demo test test-fast lint format lab-up lab-down lab-status clean docs docs-build skill
 
 help:
 	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, ~30 s)"
 	@echo "make test    set up everything, then lint and run the whole test suite"
+	@echo "make test-fast   lint, docs, skill, generators and quick Spark cases only (pytest -m 'not slow', < 3 min)"
 	@echo "make setup   venv, pinned packages, Java check, PostgreSQL binaries, jars"
 	@echo "make lab-up / lab-down / lab-status   the local Kafka + PostgreSQL services"
 	@echo "make format  apply ruff's formatting and safe fixes"
@@ -28,9 +29,13 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) scripts/skills.py validate
+	$(PY) scripts/tables.py all --check
 
 test: setup lint
 	$(PY) -m pytest
+
+test-fast: setup lint
+	$(PY) -m pytest -m "not slow"
 
 format: $(VENV)/.installed
 	$(PY) -m ruff check --fix .

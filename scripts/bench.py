@@ -8,26 +8,21 @@ import sys
 from benchmarks import latency as bench_latency
 from benchmarks import sink as bench_sink
 
+BENCHMARKS = (
+    ("latency", bench_latency, "micro-batch vs async progress tracking vs real-time mode, Kafka -> Kafka"),
+    ("sink", bench_sink, "Kafka -> real-time mode -> foreach -> Postgres: throughput, E2E latency, reconciliation"),
+)
+
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench.py", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    latency = sub.add_parser(
-        "latency",
-        help="micro-batch vs async progress tracking vs real-time mode, Kafka -> Kafka",
-        description=bench_latency.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    bench_latency.add_arguments(latency)
-    latency.set_defaults(handler=bench_latency.main)
-    sink = sub.add_parser(
-        "sink",
-        help="Kafka -> real-time mode -> foreach -> Postgres: throughput, E2E latency, reconciliation",
-        description=bench_sink.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    bench_sink.add_arguments(sink)
-    sink.set_defaults(handler=bench_sink.main)
+    for name, module, summary in BENCHMARKS:
+        command = sub.add_parser(
+            name, help=summary, description=module.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        module.add_arguments(command)
+        command.set_defaults(handler=module.main)
     return parser.parse_args(argv)
 
 

@@ -24,12 +24,12 @@ RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 @dataclass(frozen=True)
 class Table:
-    output: str  # file name under docs/results
-    render: Callable[[], str]
+    output: str  # file name in the results folder
+    render: Callable[[Path], str]  # the results folder -> the table's text
 
 
-def _cases_table(name: str, rows: Callable) -> Callable[[], str]:
-    def render() -> str:
+def _cases_table(name: str, rows: Callable) -> Callable[[Path], str]:
+    def render(results: Path) -> str:
         header, body = rows()
         return generated_note(f"python scripts/tables.py {name}") + "\n\n" + markdown_table(header, body)
 
@@ -48,9 +48,9 @@ def _mistakes_rows():
     return table_rows()
 
 
-def _from_json(json_name: str, markdown: Callable[[], Callable[[dict], str]]) -> Callable[[], str]:
-    def render() -> str:
-        path = RESULTS / json_name
+def _from_json(json_name: str, markdown: Callable[[], Callable[[dict], str]]) -> Callable[[Path], str]:
+    def render(results: Path) -> str:
+        path = results / json_name
         if not path.is_file():
             raise FileNotFoundError(f"{path} does not exist: run its benchmark first (see docs/benchmarks/).")
         return markdown()(json.loads(path.read_text()))
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     for name in names:
         try:
-            text = TABLES[name].render()
+            text = TABLES[name].render(args.results)
         except FileNotFoundError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

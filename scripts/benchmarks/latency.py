@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from rtm_lab import plans
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
 
@@ -152,7 +153,7 @@ def wait_for_priming(query, reader, expected: int, timeout_s: float = 180.0) -> 
         timeout_s,
         "the priming events in the sink topic (is the Kafka broker up?)",
         interval_s=0.05,
-        abort=query.exception,
+        abort=lambda: plans.failure(query),
     )
     return time.monotonic() - began
 

@@ -139,7 +139,7 @@ def probe(start: Callable[[Probe], StreamingQuery], probe_: Probe, timeout_s: fl
         except Exception as exc:
             return Outcome(AT_RUN_TIME, error_class(exc), message=str(exc))
         if not query.isActive:
-            exc = query.exception()
+            exc = plans.failure(query)
             return Outcome(AT_RUN_TIME, error_class(exc), message=str(exc)) if exc else Outcome("stopped by itself")
         # Rows go in only once the real-time scan is planned: rows present before the start are read by the
         # first batch, which a real-time query may hold back until that batch ends.

@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,16 +49,7 @@ def measure(spark: SparkSession, bootstrap: str, setting: Setting, rows: int, ra
     source = topics.create_topic(bootstrap, topics.unique_name("tune-src"), 1, LOG_APPEND_TIME)
     sink = topics.create_topic(bootstrap, topics.unique_name("tune-sink"), 1, LOG_APPEND_TIME)
     raw = low_latency_kafka_source(spark, bootstrap, source, **setting.options)
-    query = (
-        stamped(raw)
-        .writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink)
-        .option("checkpointLocation", tempfile.mkdtemp(prefix="tune-"))
-        .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
-        .start()
-    )
+    query = topics.start_real_time_to_kafka(stamped(raw), bootstrap, sink, REAL_TIME_INTERVAL)
     try:
         # Warm up: wait until one row made it through, so the measured rows find the query already reading.
         def one_row_through() -> bool:

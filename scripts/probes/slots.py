@@ -12,14 +12,13 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 
 from kafka import KafkaConsumer, TopicPartition
 from pyspark.sql import functions as F
 
-from rtm_lab import topics
+from rtm_lab import plans, topics
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
 from snippets.reference.slot_sizing import EXAMPLES, slots_needed
@@ -68,15 +67,7 @@ def run_example(spark, bootstrap: str, name: str, timeout_s: float = 45.0) -> Ou
         df = df.withColumn("partition", F.lit(-1))
     out = df.select("key", F.to_json(F.struct("value", "partition")).alias("value"))
     outcome = Outcome(name, spark.sparkContext.master, slots_needed(out, partitions).total)
-    query = (
-        out.writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink)
-        .option("checkpointLocation", tempfile.mkdtemp(prefix="slots-"))
-        .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
-        .start()
-    )
+    query = topics.start_real_time_to_kafka(out, bootstrap, sink, REAL_TIME_INTERVAL)
     try:
         _watch(spark, query, bootstrap, sink, partitions, outcome, timeout_s)
     finally:
@@ -95,9 +86,10 @@ def _watch(spark, query, bootstrap, sink, partitions, outcome: Outcome, timeout_
 
     def settled() -> bool:
         nonlocal rows
-        if query.exception() is not None:
-            outcome.outcome, outcome.error_class = "failed", error_class(query.exception())
-            counts = re.search(r"needs (\d+) concurrent task slots.*only (\d+) are", str(query.exception()))
+        failed = plans.failure(query)
+        if failed is not None:
+            outcome.outcome, outcome.error_class = "failed", error_class(failed)
+            counts = re.search(r"needs (\d+) concurrent task slots.*only (\d+) are", str(failed))
             if counts:
                 outcome.spark_needs, outcome.spark_free = int(counts.group(1)), int(counts.group(2))
             return True

@@ -16,7 +16,7 @@ import time
 
 from pyspark.sql import Row
 
-from rtm_lab import topics
+from rtm_lab import plans, topics
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.transform_with_state import REAL_TIME_INTERVAL, jvm_record_calls, start_micro_batch
 
@@ -38,7 +38,7 @@ def wait_for_table_rows(spark, query, table: str, count: int, timeout_s: float =
         return len(rows) >= count
 
     with contextlib.suppress(WaitTimeout):
-        wait_until(filled, timeout_s, f"{count} rows in {table}", interval_s=0.5, abort=query.exception)
+        wait_until(filled, timeout_s, f"{count} rows in {table}", interval_s=0.5, abort=lambda: plans.failure(query))
     return rows
 
 
@@ -55,16 +55,8 @@ def run_jvm(spark, bootstrap: str, keys: str = "aaabbc", live_keys: str = "aab",
         query.stop()
         result["micro_batch"] = [json.loads(r.value) for r in rows]
 
-        query = (
-            jvm_record_calls(spark, topics.kafka_stream(spark, bootstrap, source))
-            .writeStream.format("kafka")
-            .option("kafka.bootstrap.servers", bootstrap)
-            .option("topic", sink)
-            .option("checkpointLocation", tempfile.mkdtemp(prefix="tws-jvm-rt-"))
-            .outputMode("update")
-            .trigger(realTime=REAL_TIME_INTERVAL)
-            .start()
-        )
+        calls_df = jvm_record_calls(spark, topics.kafka_stream(spark, bootstrap, source))
+        query = topics.start_real_time_to_kafka(calls_df, bootstrap, sink, REAL_TIME_INTERVAL)
         calls: list[dict] = []
         sent_live = False
 

@@ -13,6 +13,19 @@ def executed_plan(query: StreamingQuery) -> str:
     return query._jsq.explainInternal(True)
 
 
+def failure(query: StreamingQuery) -> BaseException | None:
+    """The query's failure as `awaitTermination()` raises it, or None while it runs or after a clean stop.
+
+    Use this rather than `q.exception()`: PySpark builds that one from the message only, so the JVM cause that holds
+    the real error class is not reachable from it.
+    """
+    try:
+        query.awaitTermination(0.001)
+    except Exception as exc:
+        return exc
+    return None
+
+
 def wait_for_real_time_scan(query: StreamingQuery, timeout_s: float = 60.0) -> str:
     """The plan once it shows a real-time scan; raises the query's own error if it fails first."""
 
@@ -20,9 +33,9 @@ def wait_for_real_time_scan(query: StreamingQuery, timeout_s: float = 60.0) -> s
         plan = executed_plan(query)
         return plan if REAL_TIME_SCAN in plan else None
 
-    return wait_until(planned, timeout_s, f"{REAL_TIME_SCAN} in the plan", interval_s=0.3, abort=query.exception)
+    return wait_until(planned, timeout_s, f"{REAL_TIME_SCAN} in the plan", interval_s=0.3, abort=lambda: failure(query))
 
 
 def wait_for_first_batch(query: StreamingQuery, timeout_s: float = 120.0) -> None:
     """Block until the first batch has finished (in real-time mode that is one whole batch interval)."""
-    wait_until(lambda: query.lastProgress is not None, timeout_s, "the first batch", abort=query.exception)
+    wait_until(lambda: query.lastProgress is not None, timeout_s, "the first batch", abort=lambda: failure(query))

@@ -54,8 +54,10 @@ def _wait_for_leaders(bootstrap: str, name: str, partitions: int, timeout_s: flo
     consumer = KafkaConsumer(bootstrap_servers=bootstrap)
 
     def led() -> bool:
-        consumer.topics()  # refreshes metadata
-        return len(consumer.partitions_for_topic(name) or ()) == partitions
+        if len(consumer.partitions_for_topic(name) or ()) == partitions:
+            return True
+        consumer.topics()  # refreshes metadata for the next look
+        return False
 
     try:
         wait_until(led, timeout_s, f"leaders for the {partitions} partitions of topic {name}", interval_s=0.1)
@@ -91,8 +93,10 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0)
     deadline = time.monotonic() + timeout_s
 
     def partitions() -> set[int]:
-        consumer.topics()  # refreshes metadata
-        return consumer.partitions_for_topic(topic) or set()
+        found = consumer.partitions_for_topic(topic) or set()
+        if not found:
+            consumer.topics()  # refreshes metadata for the next look
+        return found
 
     try:
         with contextlib.suppress(WaitTimeout):
@@ -125,4 +129,19 @@ def kafka_stream(spark, bootstrap: str, topic: str, starting_offsets: str = "ear
         .option("subscribe", topic)
         .option("startingOffsets", starting_offsets)
         .load()
+    )
+
+
+def start_real_time_to_kafka(df, bootstrap: str, topic: str, interval: str, checkpoint: str | None = None):
+    """Start `df` (key/value columns) into a Kafka topic in real-time mode, update output, on a fresh checkpoint."""
+    import tempfile
+
+    return (
+        df.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("checkpointLocation", checkpoint or tempfile.mkdtemp(prefix="rtm-checkpoint-"))
+        .outputMode("update")
+        .trigger(realTime=interval)
+        .start()
     )

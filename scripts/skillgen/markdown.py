@@ -4,15 +4,14 @@ What an assistant cannot follow is resolved here: snippet includes are expanded 
 become block quotes, content tabs become bold labels, and links point at skill files or become plain text.
 """
 
+import functools
 import re
-import textwrap
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 INCLUDE = re.compile(r'^(?P<indent>[ \t]*)--8<--[ \t]+"(?P<spec>[^"]+)"[ \t]*$')
-SECTION_MARKER = re.compile(r"--8<--\s+\[(?P<kind>start|end):(?P<name>[^\]]+)\]")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 ADMONITION = re.compile(
     r'^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$'
@@ -66,33 +65,34 @@ def read_page(root: Path, rel: Path) -> Page:
     return Page(rel, meta["title"].strip(), " ".join(meta["description"].split()), body, extra)
 
 
+# pymdownx.snippets' settings in mkdocs.yml (base_path is the repository root): the skill expands includes with the
+# very code that builds the site, so both show the same lines.
+SNIPPETS_CONFIG = {"check_paths": True, "dedent_subsections": True}
+
+
+@functools.cache
+def _snippets(root: Path):
+    import markdown
+
+    config = {**SNIPPETS_CONFIG, "base_path": [str(root)]}
+    md = markdown.Markdown(extensions=["pymdownx.snippets"], extension_configs={"pymdownx.snippets": config})
+    return md.preprocessors["snippet"]
+
+
 def snippet_text(root: Path, spec: str, where: str) -> str:
-    """The text pymdownx.snippets would include for `path` or `path:section` (markers removed, section dedented)."""
-    path_part, _, section = spec.partition(":")
-    if section and not re.fullmatch(r"[\w.-]+", section):
-        raise RenderError(f"{where}: include {spec!r}: only whole files and named sections are supported.")
-    path = root / path_part
-    if not path.is_file():
+    """The text pymdownx.snippets includes for `path` or `path:section` (markers removed, section dedented)."""
+    from pymdownx.snippets import SnippetMissingError
+
+    path_part = spec.partition(":")[0]
+    if not (root / path_part).is_file():
         raise RenderError(f"{where}: include {spec!r}: {path_part} does not exist.")
-    lines = path.read_text(encoding="utf-8").splitlines()
-    if section:
-        start = end = None
-        for number, line in enumerate(lines):
-            marker = SECTION_MARKER.search(line)
-            if marker and marker["name"] == section:
-                if marker["kind"] == "start" and start is None:
-                    start = number
-                elif marker["kind"] == "end" and start is not None:
-                    end = number
-                    break
-        if start is None or end is None:
-            raise RenderError(
-                f"{where}: include {spec!r}: no '--8<-- [start:{section}]' ... '[end:{section}]' markers in {path_part}."
-            )
-        lines = lines[start + 1 : end]
-    kept = [line for line in lines if not SECTION_MARKER.search(line)]
-    text = textwrap.dedent("\n".join(kept)).strip("\n")
-    return text
+    try:
+        lines = _snippets(root.resolve()).run([f'--8<-- "{spec}"'])
+    except SnippetMissingError as exc:
+        raise RenderError(
+            f"{where}: include {spec!r}: {exc}. A section needs '# --8<-- [start:name]' ... '[end:name]' markers."
+        ) from exc
+    return "\n".join(lines).strip("\n")
 
 
 def slugify(heading: str) -> str:

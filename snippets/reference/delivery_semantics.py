@@ -30,16 +30,21 @@ def with_source_position(raw: DataFrame) -> DataFrame:
     return raw.select(position.alias("key"), F.col("value"))
 
 
-def start_copy(
-    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
-) -> StreamingQuery:
-    raw = (
+def read_source(spark: SparkSession, bootstrap: str, source: str) -> DataFrame:
+    """The source topic from its first record: a restart resumes from the checkpoint's offsets instead."""
+    return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", source)
         .option("startingOffsets", "earliest")
         .load()
     )
+
+
+def start_copy(
+    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
+) -> StreamingQuery:
+    raw = read_source(spark, bootstrap, source)
     return (
         with_source_position(raw)
         .writeStream.format("kafka")
@@ -67,13 +72,7 @@ def start_foreach_copy(
         with open(os.path.join(out_dir, f"{os.getpid()}.txt"), "a") as out:
             out.write(row.key + "\n")
 
-    raw = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", source)
-        .option("startingOffsets", "earliest")
-        .load()
-    )
+    raw = read_source(spark, bootstrap, source)
     return (
         with_source_position(raw)
         .writeStream.foreach(write)

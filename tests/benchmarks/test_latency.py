@@ -20,6 +20,7 @@ MIN_P50_RATIO = 5
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.slow
 def test_quick_run_delivers_everything_and_real_time_is_far_faster(lab, tmp_path):
     out, plot = tmp_path / "latency.json", tmp_path / "latency.png"
     cmd = [sys.executable, "scripts/bench.py", "latency", "--quick", "--json", str(out), "--plot", str(plot)]

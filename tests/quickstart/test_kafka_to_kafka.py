@@ -2,8 +2,13 @@
 
 import json
 
+import pytest
+
 from rtm_lab import plans, topics
 from snippets.quickstart.kafka_to_kafka import start_pipeline
+
+# Every test here runs Spark queries for many seconds (or a benchmark): not part of the fast loop.
+pytestmark = pytest.mark.slow
 
 N_EVENTS = 200
 

@@ -2,6 +2,8 @@
 
 from collections import Counter
 
+import pytest
+
 from rtm_lab import plans, topics
 from rtm_lab.waiting import wait_until
 from snippets.reference.delivery_semantics import (
@@ -12,6 +14,9 @@ from snippets.reference.delivery_semantics import (
     start_copy,
     start_foreach_copy,
 )
+
+# Every test here runs Spark queries for many seconds (or a benchmark): not part of the fast loop.
+pytestmark = pytest.mark.slow
 
 
 def until(query, condition, what: str, timeout_s: float = 60.0):

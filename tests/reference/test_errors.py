@@ -8,6 +8,8 @@ import pytest
 from probes.harness import RUNS, Outcome, Probe, probe, session_confs
 from probes.mistakes import MISTAKES
 from probes.support_matrix import CASES, parsed
+from rtm_lab import plans
+from rtm_lab.waiting import wait_until
 from snippets.reference import errors
 
 
@@ -64,3 +66,20 @@ def test_every_real_time_error_class_is_reproduced_or_listed():
     reproduced = {m.expected.error for m in MISTAKES} | {c.expected.error for c in CASES}
     defined = errors.real_time_error_classes()
     assert defined - reproduced == errors.NOT_REPRODUCED
+
+
+@pytest.mark.slow
+def test_error_class_comes_from_the_raised_failure_not_from_q_exception(spark, lab, tmp_path):
+    """What the page says about reading the class: awaitTermination() raises it with its JVM cause, q.exception()
+    is rebuilt from the message without it."""
+    runner = Probe(spark, lab.kafka_bootstrap, tmp_path)
+    query = errors.rate_source(spark, lab.kafka_bootstrap, runner.source(), runner.sink(), runner.checkpoint)
+    try:
+        raised = wait_until(lambda: plans.failure(query), 90, "the rate source query to fail")
+        expected = "STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED"
+        assert errors.error_class(raised) == expected, raised
+        rebuilt = query.exception()
+        assert errors.error_class(rebuilt) == "StreamingQueryException" and expected in str(rebuilt)
+    finally:
+        query.stop()
+        runner.cleanup()

@@ -1,5 +1,6 @@
 """Setup claims: how the trigger turns real-time mode on, from Python and through py4j, and the settings around it."""
 
+import pytest
 from pyspark.sql import functions as F
 
 from probes.harness import session_confs
@@ -26,6 +27,7 @@ def kafka_events(spark, lab, topic):
     )
 
 
+@pytest.mark.slow
 def test_trigger_alone_turns_real_time_mode_on(spark, lab, kafka_topic, checkpoint, stop_after):
     # No enable flag exists in OSS Spark: this session sets none, and the trigger gives a real-time plan.
     assert spark.conf.get("spark.databricks.streaming.realTimeMode.enabled", None) is None
@@ -39,6 +41,7 @@ def test_trigger_alone_turns_real_time_mode_on(spark, lab, kafka_topic, checkpoi
     assert query.exception() is None
 
 
+@pytest.mark.slow
 def test_py4j_trigger_gives_a_real_time_plan(spark, lab, kafka_topic, checkpoint, stop_after):
     sink = kafka_topic()
     writer = (
@@ -66,6 +69,7 @@ def test_default_settings(spark):
     assert sql_conf.SHUFFLE_PARTITIONS().defaultValueString() == "200"
 
 
+@pytest.mark.slow
 def test_lowering_min_batch_duration_admits_a_shorter_interval(spark, lab, kafka_topic, checkpoint, stop_after):
     # With the default minimum, "1 second" is refused at start() (tests/reference/test_errors.py shows the error).
     with session_confs(spark, {MIN_BATCH_DURATION: "1000"}):

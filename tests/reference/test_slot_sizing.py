@@ -28,9 +28,9 @@ def outcomes(proc: subprocess.Popen, timeout_s: float = 240) -> dict[str, dict]:
     return {row["example"]: row for row in map(json.loads, out.splitlines())}
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def local_processes(lab):
-    # Started before the module's first test, so both run while the in-process tests do.
+    # One process per slot count, both at once. Requested by the slow tests only, so the fast loop starts none.
     procs = run_examples(lab.kafka_bootstrap, "--slots", "4"), run_examples(lab.kafka_bootstrap, "--slots", "3")
     yield procs
     for proc in procs:
@@ -59,6 +59,7 @@ def test_calculator_reads_exchanges_from_the_plan(spark, lab, kafka_topic):
     assert sorted(both.shuffle_tasks) == [2, 5] and both.total == 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", MULTI_STAGE)
 def test_runs_at_exactly_the_calculated_slots(local_runs, example):
     at_four, _ = local_runs
@@ -69,6 +70,7 @@ def test_runs_at_exactly_the_calculated_slots(local_runs, example):
     assert sum(run["stages"]) == 4, run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", MULTI_STAGE)
 def test_fails_with_one_slot_fewer(local_runs, example):
     _, at_three = local_runs
@@ -79,6 +81,7 @@ def test_fails_with_one_slot_fewer(local_runs, example):
     assert (run["spark_needs"], run["spark_free"]) == (run["needed_before_start"], 3) == (4, 3)
 
 
+@pytest.mark.slow
 def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local_runs):
     at_four, at_three = local_runs
     enough, short = at_four["stateless"], at_three["stateless"]
@@ -89,6 +92,7 @@ def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local
     assert late and enough["arrival_spread_ms"] < 2500, (enough, short)
 
 
+@pytest.mark.slow
 def test_same_sizing_on_a_standalone_cluster(lab, tmp_path):
     with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path) as spark_cluster:
         master = spark_cluster.master_url

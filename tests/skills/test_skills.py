@@ -279,3 +279,14 @@ def test_missing_results_file_fails_and_a_new_one_makes_the_skill_stale(sandbox)
     assert "| realtime | 7 |" in (sandbox / "skills" / SKILL / "references" / "errors.md").read_text()
     (sandbox / "docs" / "results" / "latency.md").write_text("| mode | p50 ms |\n|---|---|\n| realtime | 8 |\n")
     assert_fails_with_fix(sandbox, "stale: skills/spark-real-time-mode/references/errors.md")
+
+
+def test_the_skill_expands_includes_with_the_sites_snippet_settings():
+    """The renderer runs pymdownx.snippets itself; its settings must be the ones mkdocs.yml gives the site."""
+    import yaml
+
+    from skillgen.markdown import SNIPPETS_CONFIG
+
+    extensions = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
+    site = next(e["pymdownx.snippets"] for e in extensions if isinstance(e, dict) and "pymdownx.snippets" in e)
+    assert site == {**SNIPPETS_CONFIG, "base_path": ["."]}
