@@ -15,6 +15,7 @@ run waits for every key to reach Postgres. It reports:
 """
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -30,6 +31,7 @@ from psycopg2 import sql
 
 from rtm_lab import jvm, lab, latency, loadgen, machine, sink_check, topics
 from rtm_lab.errors import LabError
+from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
@@ -91,14 +93,16 @@ def _drop_schema(dsn: str, name: str) -> None:
 
 
 def _wait_for_first_batch(query, timeout_s: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while query.lastProgress is None:
-        if query.exception() is not None or time.monotonic() > deadline:
-            raise LabError(f"The query did not start: {query.exception()}")
-        time.sleep(0.2)
+    try:
+        wait_until(
+            lambda: query.lastProgress is not None, timeout_s, "the first real-time batch", abort=query.exception
+        )
+    except Exception as exc:
+        raise LabError(f"The query did not start: {exc}") from exc
 
 
-def _dropped_by_spark(query) -> int:
+def dropped_by_spark(query) -> int:
+    """Rows dropDuplicates dropped, from the state operator metrics of every finished real-time batch."""
     return sum(
         op.get("customMetrics", {}).get("numDroppedDuplicateRows", 0)
         for progress in query.recentProgress
@@ -157,9 +161,8 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
             raise LabError(f"The query failed: {query.exception()}")
         if scenario.dedup:
             # Spark reports dropped rows when a real-time batch ends; the last one ends within one batch interval.
-            deadline = time.monotonic() + 15
-            while _dropped_by_spark(query) < events.duplicates and time.monotonic() < deadline:
-                time.sleep(0.5)
+            with contextlib.suppress(WaitTimeout):
+                wait_until(lambda: dropped_by_spark(query) >= events.duplicates, 15, "dropped-row metrics")
         samples = sink_check.e2e_latencies_ms(
             dsn, schema, TABLE, since_created_ms=began_ms + int(scenario.warmup_s * 1000)
         )
@@ -185,7 +188,7 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
             "generator_reached_rate": stats.reached(scenario.rate),
             "written": found.distinct_keys,
             "deduplicated": events.duplicates,
-            "dropped_by_spark": _dropped_by_spark(query) if scenario.dedup else None,
+            "dropped_by_spark": dropped_by_spark(query) if scenario.dedup else None,
             "dead_lettered": found.dead_letters,
             "lost": lost,
             "duplicate_keys": found.duplicate_keys,

@@ -3,12 +3,14 @@
 Tests, the benchmark and the demo reconcile these against the generator's own counts (`loadgen.EventMix`).
 """
 
-import time
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 
 import psycopg2
 from psycopg2 import sql
+
+from rtm_lab.waiting import WaitTimeout, wait_until
 
 
 @dataclass
@@ -61,16 +63,20 @@ def wait_for(
     dead_letter_table: str | None = "dead_letter",
 ) -> SinkCounts:
     """Poll until the table holds `rows` rows and `dead_letters` dead letters, the timeout passes, or `query`
-    (a StreamingQuery) fails; return the last counts either way."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    (a StreamingQuery) fails; return the last counts either way (callers assert on them)."""
+    last: list[SinkCounts] = []
+
+    def check() -> bool:
         found = counts(dsn, schema, table, dead_letter_table)
+        last[:] = [found]
         if progress:
             progress(found)
-        done = found.rows >= rows and found.dead_letters >= dead_letters
-        if done or time.monotonic() > deadline or (query is not None and query.exception() is not None):
-            return found
-        time.sleep(0.5)
+        failed = query is not None and query.exception() is not None
+        return failed or (found.rows >= rows and found.dead_letters >= dead_letters)
+
+    with contextlib.suppress(WaitTimeout):
+        wait_until(check, timeout_s, f"{rows} rows in {schema}.{table}", interval_s=0.5)
+    return last[-1] if last else counts(dsn, schema, table, dead_letter_table)
 
 
 def e2e_latencies_ms(dsn: str, schema: str, table: str, since_created_ms: int = 0) -> list[float]:

@@ -255,12 +255,14 @@ class PostgresSink:
 
     # ---- poison rows: each one is dead-lettered with its reason, so a replay can't fail on it again
     def _poison(self, values: tuple) -> str | None:
-        if any(values[i] is None for i in self._key_idx):
-            return "null_key"
-        if self._version_idx is not None and values[self._version_idx] is None:
-            return "null_version"
-        if any(isinstance(v, str) and "\x00" in v for v in values):
-            return "nul_character"  # Postgres text can't hold NUL
+        if None in values:  # a C-speed scan; which column is null is only looked up when one is
+            if any(values[i] is None for i in self._key_idx):
+                return "null_key"
+            if self._version_idx is not None and values[self._version_idx] is None:
+                return "null_version"
+        for v in values:
+            if v.__class__ is str and "\x00" in v:
+                return "nul_character"  # Postgres text can't hold NUL
         return None
 
     def _dead_letter(self, row, reason: str) -> tuple:

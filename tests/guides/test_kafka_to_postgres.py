@@ -10,6 +10,7 @@ from collections import Counter
 
 import psycopg2
 
+from benchmarks.sink import dropped_by_spark
 from probes.faults import RecordingSink
 from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, postgres, sink_check
@@ -76,15 +77,6 @@ def assert_exact(lab, schema: str, events: loadgen.EventMix, query) -> sink_chec
     return found
 
 
-def dropped_by_spark(query) -> int:
-    """Rows dropDuplicates dropped, from the state operator metrics of every finished real-time batch."""
-    return sum(
-        op.get("customMetrics", {}).get("numDroppedDuplicateRows", 0)
-        for progress in query.recentProgress
-        for op in progress.get("stateOperators", [])
-    )
-
-
 def test_bad_input_is_dead_lettered_and_counts_reconcile_with_dedup(
     spark, lab, kafka_topic, pg_schema, checkpoint, stop_after
 ):
@@ -97,9 +89,7 @@ def test_bad_input_is_dead_lettered_and_counts_reconcile_with_dedup(
     assert_exact(lab, pg_schema, events, query)
     # dropDuplicates keeps the first record of a key: its row holds the created_ms the key was first sent with.
     # Spark's own count of dropped rows matches the generator's duplicates once the batch that saw them has ended.
-    deadline = time.monotonic() + 30
-    while dropped_by_spark(query) < events.duplicates and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_until(lambda: dropped_by_spark(query) >= events.duplicates, 30, "Spark's dropped-row count")
     assert dropped_by_spark(query) == events.duplicates
 
 

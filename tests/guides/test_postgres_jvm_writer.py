@@ -5,12 +5,16 @@ import json
 import time
 
 import numpy as np
+import psycopg2
+from psycopg2 import sql
 
-from rtm_lab import loadgen, sink_check
+from rtm_lab import loadgen, sink_check, topics
 from rtm_lab.paths import PROJECT_ROOT
-from snippets.guides.kafka_to_postgres import start_pipeline
+from rtm_lab.waiting import wait_until
+from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL, start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
+from tests.guides.conftest import with_password
 from tests.guides.test_kafka_to_postgres import TABLE, assert_exact, produce
 
 
@@ -68,3 +72,81 @@ def test_the_page_names_the_pinned_pgjdbc():
     version = pgjdbc["version"]
     assert f"`{pgjdbc['group']}:{pgjdbc['artifact']}:{version}`" in page
     assert f"postgresql-{version}.jar" in page
+
+
+def test_jvm_writer_wrong_password_fails_at_once_without_printing_it(spark, lab, kafka_topic, pg_schema, checkpoint):
+    """The shared retry rule on the JVM side: an authentication failure (SQLSTATE 28P01) is not retried."""
+    topic = kafka_topic(partitions=1)
+    config = SinkConfig(dsn=lab.postgres_dsn, schema=pg_schema, table=TABLE, reconnect_for_s=300.0)
+    create_tables(config)
+    wrong = SinkConfig(
+        dsn=with_password(lab.postgres_dsn, "s3cret-never-logged"), schema=pg_schema, table=TABLE, reconnect_for_s=300.0
+    )
+    produce(lab, topic, count=10)
+    began = time.monotonic()
+    query = start_pipeline(spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint)
+    wait_until(lambda: not query.isActive, 120, "the query to fail")
+    elapsed = time.monotonic() - began
+    error = str(query.exception())
+    assert "password authentication failed" in error
+    assert "s3cret-never-logged" not in error
+    assert elapsed < wrong.reconnect_for_s / 3  # it did not sit out the reconnect window
+
+
+def test_jvm_writer_statement_timeout_cancels_a_blocked_flush_which_is_retried(
+    spark, lab, kafka_topic, pg_schema, checkpoint, stop_after
+):
+    """A timed flush blocked on a row lock is cancelled by statement_timeout (57014, transient) and retried on a new
+    connection: several backends of the writer come and go while the lock is held, then the row lands. (With the
+    timeout at 600 s instead, the same test times out waiting for the backends: checked when it was written.)
+    The lock is held past the end of the real-time batch, so close() meets the timer's flush in its backoff: it
+    waits for it (no shutdownNow interrupting it, which would fail the task), and the query keeps running."""
+    topic = kafka_topic(partitions=1)
+    app = f"jvm-timeout-{pg_schema}"
+    config = SinkConfig(
+        dsn=lab.postgres_dsn,
+        schema=pg_schema,
+        table=TABLE,
+        max_rows=100,
+        max_dwell_ms=20,  # the timer thread does the flush
+        statement_timeout_ms=300,
+        application_name=app,
+    )
+    create_tables(config)
+    query = stop_after(
+        start_pipeline(spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint)
+    )
+    produce(lab, topic, count=1)  # key 0
+    sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, 1, query=query)
+    locker = psycopg2.connect(lab.postgres_dsn)
+    backends: set[int] = set()
+    try:
+        with locker.cursor() as cur:
+            cur.execute(sql.SQL("SELECT id FROM {} FOR UPDATE").format(sql.Identifier(pg_schema, TABLE)))
+        send_newer_version(lab, topic, key=sorted(sink_check.keys(lab.postgres_dsn, pg_schema, TABLE))[0])
+
+        def writer_backends() -> bool:
+            with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
+                cur.execute("SELECT pid FROM pg_stat_activity WHERE application_name = %s", (app,))
+                backends.update(pid for (pid,) in cur.fetchall())
+            conn.close()
+            return len(backends) >= 3
+
+        wait_until(writer_backends, 60, "the writer to reconnect after cancelled statements", abort=query.exception)
+        time.sleep(float(REAL_TIME_INTERVAL.split()[0]) + 1)  # the batch's end (and close()) falls in the hold
+    finally:
+        locker.rollback()
+        locker.close()
+    wait_until(lambda: max(sink_check.keys(lab.postgres_dsn, pg_schema, TABLE).values()) == NEWER, 60, "the newer row")
+    assert query.isActive and query.exception() is None
+
+
+NEWER = 10**13
+
+
+def send_newer_version(lab, topic: str, key: int) -> None:
+    prod = topics.producer(lab.kafka_bootstrap)
+    body = {"id": key, "user": "u", "amount": 1.0, "payload": "p", "created_ms": NEWER}
+    prod.send(topic, key=str(key).encode(), value=json.dumps(body).encode())
+    prod.flush()
+    prod.close()

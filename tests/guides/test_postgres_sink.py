@@ -1,7 +1,8 @@
 """The PostgresSink writer on its own, driven the way Spark drives it (open, process per row, close), against the
 lab's Postgres: the dwell-time flush fires under sustained load and when rows stop, a lost connection costs no
-buffered row, upserts keep the newest version, the password never reaches a log, identifiers can't inject SQL, and
-the connection budget check fails clearly."""
+buffered row, upserts keep the newest version, a wrong password fails at once and never reaches a log, identifiers
+can't inject SQL, the connection budget check fails clearly, the I/O timeouts are set and a statement timeout is
+retried, close() waits for a timed flush, and the password provider is asked again on every connect."""
 
 import logging
 import threading
@@ -46,7 +47,7 @@ def event(key: int, created_ms: int | None = None, offset: int | None = None) ->
 
 
 def sink_for(lab, schema: str, **overrides) -> PostgresSink:
-    config = SinkConfig(dsn=lab.postgres_dsn, schema=schema, **{"table": TABLE, **overrides})
+    config = SinkConfig(**{"dsn": lab.postgres_dsn, "schema": schema, "table": TABLE, **overrides})
     create_tables(config)
     return PostgresSink(config)
 
@@ -70,9 +71,7 @@ def test_dwell_flush_fires_under_sustained_load_and_when_rows_stop(lab, pg_schem
         time.sleep(0.001)
     flushes_while_feeding = sink.flushes
     # Rows stopped: the timer thread alone must write the rest, without process() or close() being called.
-    deadline = time.monotonic() + 30 * dwell_ms / 1000
-    while stored(lab, pg_schema) < key and time.monotonic() < deadline:
-        time.sleep(dwell_ms / 1000 / 4)
+    wait_until(lambda: stored(lab, pg_schema) >= key, 30 * dwell_ms / 1000, "the timer's flush", dwell_ms / 4000)
     after_stop = stored(lab, pg_schema)
     sink.close(None)
 
@@ -180,8 +179,8 @@ def test_connection_budget_names_every_term_when_exceeded(lab):
 def table_writes(lab, schema: str, expect_inserts: int, timeout_s: float = 10.0) -> tuple[int, int, int]:
     """(inserted, updated, dead) tuples of the table, from pg_stat_user_tables. A backend reports its counts when
     its connection closes, so poll until the inserts show up."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def read() -> tuple[int, int, int] | None:
         with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
             cur.execute(
                 "SELECT n_tup_ins, n_tup_upd, n_dead_tup FROM pg_stat_user_tables WHERE schemaname = %s AND relname = %s",
@@ -189,9 +188,9 @@ def table_writes(lab, schema: str, expect_inserts: int, timeout_s: float = 10.0)
             )
             found = cur.fetchone()
         conn.close()
-        if found[0] >= expect_inserts or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
+        return found if found[0] >= expect_inserts else None
+
+    return wait_until(read, timeout_s, f"{expect_inserts} inserts in pg_stat_user_tables")
 
 
 def test_hot_key_updates_leave_dead_tuples_and_the_buffer_folds_them(lab, pg_schema):
@@ -244,7 +243,7 @@ def test_close_with_an_error_waits_for_a_timed_flush_in_progress(lab, pg_schema,
     sink.open(0, 0)
     sink.process(event(1, created_ms=1))
     wait_until(lambda: stored(lab, pg_schema) == 1, 10, "the first timed flush")
-    hold = 1.0
+    hold = 6.0  # longer than a bounded join of the timer thread (5 s before): close() must wait for the flush itself
     release = hold_row_lock(lab, pg_schema, key=1, seconds=hold)
     sink.process(event(1, created_ms=2))  # the timer's next flush blocks on the lock
     time.sleep(0.2)
@@ -293,3 +292,46 @@ def test_sink_config_repr_hides_the_password():
     config = SinkConfig(dsn="postgresql://ada:s3cret@db:5432/sales", table="t")
     assert "s3cret" not in repr(config) and "s3cret" not in str(config)
     assert "user=ada" in repr(config) and "table='t'" in repr(config)
+
+
+def test_connections_carry_the_io_timeouts(lab, pg_schema):
+    sink = sink_for(lab, pg_schema, io_timeout_s=30, statement_timeout_ms=4000, connect_timeout_s=5)
+    sink.open(0, 0)
+    params = sink.conn.get_dsn_parameters()
+    with sink.conn.cursor() as cur:
+        cur.execute("SHOW statement_timeout")
+        statement_timeout = cur.fetchone()[0]
+    sink.close(None)
+    assert statement_timeout == "4s"
+    assert (params["keepalives"], params["tcp_user_timeout"], params["connect_timeout"]) == ("1", "30000", "5")
+
+
+def test_password_provider_callable_is_called_on_every_connect(lab, pg_schema):
+    calls = []
+    password = psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"]
+
+    def provider() -> str:
+        calls.append(time.monotonic())
+        return password
+
+    sink = sink_for(
+        lab,
+        pg_schema,
+        dsn=with_password(lab.postgres_dsn, None),
+        password_provider=provider,
+        max_rows=1000,
+        max_dwell_ms=60_000,
+        application_name=f"callable-{pg_schema}",
+    )
+    calls.clear()  # create_tables() asked it too
+    sink.open(0, 0)
+    sink.process(event(1))
+    with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            (sink.config.application_name,),
+        )
+    conn.close()
+    sink.close(None)
+    assert len(calls) == 2  # open() and the reconnect in close()'s flush
+    assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE).keys() == {1}
