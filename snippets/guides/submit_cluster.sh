@@ -7,7 +7,7 @@
 #   CHECKPOINT  a folder every node can reach (here one machine; on a real cluster HDFS, S3, a shared mount)
 #   SCHEMA      the Postgres schema of the table and the dead letters (default public)
 #   KAFKA_BOOTSTRAP_SERVERS, POSTGRES_DSN  as for every page
-# Every node runs the executors' Python from the same path: the venv with pyspark and psycopg2-binary.
+# Every node runs the executors' Python from the same path: the venv of "Set up your own project".
 set -eu
 PYTHON=${PYTHON:-$(command -v python3)}
 SPARK_HOME=${SPARK_HOME:-$("$PYTHON" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')}

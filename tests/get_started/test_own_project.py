@@ -4,7 +4,11 @@ The same code also runs outside the repository, in a venv built from the page's 
 page gives (tests/docs/test_copy.py); this test checks its result with the project's own session.
 """
 
+import pytest
+
 from snippets.get_started.own_project import check_setup
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 def test_three_events_come_back_transformed(spark, lab):

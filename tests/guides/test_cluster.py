@@ -47,16 +47,29 @@ def build_writer_jar(folder: Path) -> Path:
     return folder / "postgres-upsert-writer.jar"
 
 
+def slot_needs(spark, bootstrap: str, topic: str):
+    """The calculator's count for the submitted query, at the script's 2 shuffle partitions and at Spark's 200."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    needs = []
+    try:
+        for shuffle in (SHUFFLE_PARTITIONS, 200):
+            spark.conf.set("spark.sql.shuffle.partitions", str(shuffle))
+            planned = parse_events(read_kafka(spark, bootstrap, topic)).dropDuplicates(["dedup_key"])
+            needs.append(slots_needed(planned, kafka_partitions(bootstrap, topic)))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    return tuple(needs)
+
+
 def test_pipeline_on_a_standalone_cluster_loses_nothing(spark, lab, kafka_topic, pg_schema, tmp_path):
     topic = kafka_topic(partitions=PARTITIONS)
     events = loadgen.EventMix(duplicate_pct=5, bad_pct=2)
     loadgen.produce_at_rate(lab.kafka_bootstrap, topic, 2000, count=2000, event=events)
 
     # The calculator on the pipeline the script submits (dedup on): source tasks + shuffle partitions.
-    spark.conf.set("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-    planned = parse_events(read_kafka(spark, lab.kafka_bootstrap, topic)).dropDuplicates(["dedup_key"])
-    need = slots_needed(planned, kafka_partitions(lab.kafka_bootstrap, topic))
+    need, default_need = slot_needs(spark, lab.kafka_bootstrap, topic)
     assert need.total == WORKERS * CORES == 4, f"the cluster is sized for 4 slots, the query needs {need}"
+    assert default_need.total == 202  # the page's counter-example: 200 shuffle partitions, Spark's default
 
     folder = tmp_path / "app"
     folder.mkdir()
