@@ -86,21 +86,3 @@ def stop_after(request) -> Callable:
     request.addfinalizer(lambda: [q.stop() for q in queries if q.isActive])
     return lambda query: queries.append(query) or query
 
-
-# Test files of other areas whose tests run Spark queries, a browser or whole lab start-ups for many seconds each,
-# and do not carry `@pytest.mark.slow` themselves yet: marked here so `pytest -m "not slow"` stays the fast loop.
-# Once a file marks its own slow tests, drop it from this list.
-SLOW_FILES = (
-    "tests/guides/test_ad_attribution.py",
-    "tests/guides/test_kafka_to_postgres.py",
-    "tests/guides/test_postgres_jvm_writer.py",
-    "tests/guides/test_postgres_sink.py",
-    "tests/lab/test_lab_cli.py",
-    "tests/docs/test_browser.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.nodeid.split("::")[0] in SLOW_FILES:
-            item.add_marker(pytest.mark.slow)

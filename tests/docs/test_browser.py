@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / ".lab" / "screenshots"
 # Offline and quiet: no sandbox (root in CI), no GPU, and none of Chromium's background calls to Google services.

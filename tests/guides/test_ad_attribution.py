@@ -14,6 +14,9 @@ from pyspark.errors import StreamingQueryException
 from rtm_lab import topics
 from snippets.guides.ad_attribution import start_pipeline
 
+# Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 WINDOW_MS = 8_000
 MICRO_BATCH = {"processingTime": "500 milliseconds"}
 

@@ -9,6 +9,7 @@ import time
 from collections import Counter
 
 import psycopg2
+import pytest
 
 from benchmarks.sink import dropped_by_spark
 from probes.faults import RecordingSink
@@ -18,6 +19,9 @@ from rtm_lab.paths import state_dir
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
+
+# Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
 
 TABLE = "events"
 # Which dead-letter reason each kind of bad input the generator sends must get.

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import psycopg2
+import pytest
 from psycopg2 import sql
 
 from rtm_lab import loadgen, sink_check, topics
@@ -16,6 +17,9 @@ from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 from tests.guides.conftest import with_password
 from tests.guides.test_kafka_to_postgres import TABLE, assert_exact, produce
+
+# Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
 
 
 def test_jvm_writer_reconciles_bad_input_and_duplicates(spark, lab, kafka_topic, pg_schema, checkpoint, stop_after):

@@ -25,6 +25,9 @@ from snippets.guides.postgres_sink import (
 )
 from tests.guides.conftest import with_password
 
+# Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 TABLE = "events"
 
 

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 
 import psycopg2
+import pytest
 from psycopg2 import sql
 
 from rtm_lab import loadgen, sink_check, topics
@@ -16,6 +17,9 @@ from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 from tests.guides.conftest import with_password
+
+# Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
 
 WRITERS = ("py", "jvm")
 

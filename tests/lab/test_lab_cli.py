@@ -28,6 +28,9 @@ from rtm_lab import kafka, postgres, processes
 from rtm_lab.paths import PROJECT_ROOT, jars_dir
 from rtm_lab.waiting import wait_until
 
+# Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
+pytestmark = pytest.mark.slow
+
 LAB_CLI = PROJECT_ROOT / "scripts" / "lab.py"
 TEST_USER = "rtm-lab-test"
 
