@@ -7,6 +7,7 @@ import sys
 
 from benchmarks import latency as bench_latency
 from benchmarks import sink as bench_sink
+from rtm_lab import cli
 from rtm_lab.signals import exit_cleanly_on_termination
 
 BENCHMARKS = (
@@ -16,7 +17,8 @@ BENCHMARKS = (
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="bench.py", description=__doc__)
+    # cli.Parser: a bad option is one line and exit 2; subcommands inherit the parser class.
+    parser = cli.Parser(prog="bench.py", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, module, summary in BENCHMARKS:
         command = sub.add_parser(
@@ -35,4 +37,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli.run(main))

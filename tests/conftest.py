@@ -85,4 +85,3 @@ def stop_after(request) -> Callable:
     queries = []
     request.addfinalizer(lambda: [q.stop() for q in queries if q.isActive])
     return lambda query: queries.append(query) or query
-

@@ -24,12 +24,11 @@ import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import psycopg2
 from psycopg2 import sql
 
-from rtm_lab import jvm, lab, latency, loadgen, machine, sink_check, topics
+from rtm_lab import cli, jvm, lab, latency, loadgen, machine, sink_check, topics
 from rtm_lab.errors import LabError
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
@@ -268,15 +267,27 @@ def markdown(result: dict) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="one short run (1,000 rows/s for 10 s)")
-    parser.add_argument("--rate", type=float, help="run one scenario at this many rows/s instead of the full set")
+    parser.add_argument(
+        "--rate", type=cli.positive_float, help="run one scenario at this many rows/s instead of the full set"
+    )
     parser.add_argument("--dedup", action="store_true", help="with --rate: add dropDuplicates on the key")
     parser.add_argument("--writer", choices=tuple(WRITERS), default="python", help="with --rate: which writer")
-    parser.add_argument("--seconds", type=float, help="production time per scenario (default 60, quick 10)")
-    parser.add_argument("--partitions", type=int, default=2, help="Kafka partitions = sink tasks (default 2)")
-    parser.add_argument("--max-rows", type=int, default=1000, help="sink flush at this many rows (1 = simple mode)")
-    parser.add_argument("--dwell-ms", type=int, default=50, help="sink flush when a row waited this long (default 50)")
-    parser.add_argument("--payload-bytes", type=int, help="filler bytes per event (default 100)")
-    parser.add_argument("--json", required=True, type=Path, help="result file; a Markdown table is written beside it")
+    parser.add_argument(
+        "--seconds", type=cli.positive_float, help="production time per scenario (default 60, quick 10)"
+    )
+    parser.add_argument(
+        "--partitions", type=cli.positive_int, default=2, help="Kafka partitions = sink tasks (default 2)"
+    )
+    parser.add_argument(
+        "--max-rows", type=cli.positive_int, default=1000, help="sink flush at this many rows (1 = simple mode)"
+    )
+    parser.add_argument(
+        "--dwell-ms", type=cli.positive_int, default=50, help="sink flush when a row waited this long (default 50)"
+    )
+    parser.add_argument("--payload-bytes", type=cli.non_negative_int, help="filler bytes per event (default 100)")
+    parser.add_argument(
+        "--json", required=True, type=cli.json_output, help="result file; a Markdown table is written beside it"
+    )
 
 
 def scenarios(args: argparse.Namespace) -> list[Scenario]:

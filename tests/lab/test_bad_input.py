@@ -91,6 +91,25 @@ def test_demo_refuses_bad_numbers_before_starting_anything(env, flag, value):
     assert not Path(env["RTM_LAB_DIR"]).exists()
 
 
+BENCH_BAD = [
+    ("sink", "--rate", "nan", "finite number above 0"),
+    ("sink", "--seconds", "-1", "finite number above 0"),
+    ("sink", "--partitions", "0", "integer of at least 1"),
+    ("sink", "--json", "results.txt", "ending in .json"),
+    ("latency", "--rate", "inf", "finite number above 0"),
+    ("latency", "--seconds", "0", "finite number above 0"),
+    ("latency", "--json", "results.md", "ending in .json"),
+]
+
+
+@pytest.mark.parametrize(("bench", "flag", "value", "why"), BENCH_BAD, ids=[f"{b}{f}={v}" for b, f, v, _ in BENCH_BAD])
+def test_bench_refuses_bad_input_before_starting_anything(env, tmp_path, bench, flag, value, why):
+    args = [bench, f"{flag}={value}"] + ([] if flag == "--json" else ["--json", str(tmp_path / "r.json")])
+    assert_refused(run("bench.py", *args, env=env), f"argument {flag}", why)
+    assert not Path(env["RTM_LAB_DIR"]).exists()
+    assert not list(tmp_path.glob("r.*"))
+
+
 def test_skills_refuses_a_missing_root(env, tmp_path):
     assert_refused(run("skills.py", "--root", str(tmp_path / "nowhere"), "validate", env=env), "not an existing folder")
 
