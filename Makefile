@@ -50,7 +50,9 @@ lab-down: $(VENV)/.installed
 lab-status: $(VENV)/.installed
 	$(PY) scripts/lab.py status
 
-clean: lab-down
+# --purge also removes a PostgreSQL cluster kept outside .lab (the private /tmp folder used when root's clone is closed).
+clean: $(VENV)/.installed
+	$(PY) scripts/lab.py down --purge
 	rm -rf .lab site
 
 docs: $(VENV)/.installed
