@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks import interval_sweep
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
 
@@ -187,6 +188,7 @@ def run_mode(
     warmup: float,
     cfg: dict,
     trace: str | None = None,
+    observe: bool = False,
 ) -> dict:
     from rtm_lab import latency, loadgen, topics
     from rtm_lab.spark import spark_session
@@ -198,6 +200,10 @@ def run_mode(
     conf = dict(pipeline.conf)
     if mode == "microbatch_async":
         conf["spark.sql.streaming.asyncLogPurge.enabled"] = "true"
+    if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
+        from benchmarks import spark_ui
+
+        conf.update(spark_ui.ui_conf())
     began = time.monotonic()
     spark = spark_session(f"bench-latency-{mode}", slots=pipeline.slots, conf=conf)
     say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
@@ -260,6 +266,10 @@ def run_mode(
             quantiles_ms=quantiles(steady),
             **batch_stats(query),
         )
+        if observe:
+            from benchmarks import boundary_observer
+
+            result.update(boundary_observer.observe(spark, query, reader, cfg["rtm_interval"], warmup_ids))
         if trace:
             Path(trace).write_text("".join(f"{event_id},{ms}\n" for event_id, ms in measured))
         say(f"done: {latency.format_summary(result)}  missing={result['missing']}")
@@ -290,9 +300,14 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", choices=PIPELINES, default="passthrough")
     parser.add_argument("--out", required=True, help="where to write the result JSON")
     parser.add_argument("--trace", help="also write every delivered record as 'event id,latency ms' lines here")
+    parser.add_argument(
+        "--observe-boundaries", action="store_true", help="record batch boundaries, stalls and their breakdown"
+    )
     args = parser.parse_args(argv)
     cfg = settings(args.rtm_interval, args.fetch_wait_ms, args.pipeline)
-    result = run_mode(args.mode, args.bootstrap, args.rate, args.seconds, args.warmup, cfg, args.trace)
+    result = run_mode(
+        args.mode, args.bootstrap, args.rate, args.seconds, args.warmup, cfg, args.trace, args.observe_boundaries
+    )
     Path(args.out).write_text(json.dumps(result))
     return 0
 
@@ -300,7 +315,9 @@ def child_main(argv: list[str] | None = None) -> int:
 # ---------------------------------------------------------------- parent: every rate x mode, then the files
 
 
-def run_child(mode: str, bootstrap: str, rate: float, seconds: float, warmup: float, cfg: dict, trace_dir) -> dict:
+def run_child(
+    mode: str, bootstrap: str, rate: float, seconds: float, warmup: float, cfg: dict, trace_dir, extra: tuple = ()
+) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-lat-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = [
@@ -311,6 +328,7 @@ def run_child(mode: str, bootstrap: str, rate: float, seconds: float, warmup: fl
             *("--warmup", str(warmup), "--rtm-interval", cfg["rtm_interval"]),
             *("--fetch-wait-ms", str(cfg["kafka_fetch_max_wait_ms"]), "--out", str(out)),
             *("--pipeline", cfg["pipeline"]),
+            *extra,
         ]
         if trace_dir:
             cmd += ["--trace", str(Path(trace_dir) / f"{mode}-{rate:.0f}.csv")]
@@ -393,8 +411,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode", action="append", choices=MODES, help="run only these modes (repeatable; default: all four)"
     )
     parser.add_argument(
-        "--rtm-interval", default=RTM_INTERVAL, help=f"real-time batch duration (default {RTM_INTERVAL})"
+        "--rtm-interval",
+        action="append",
+        help=f"real-time batch duration (default {RTM_INTERVAL}); repeat it for the interval sweep (see --repeat)",
     )
+    interval_sweep.add_arguments(parser)
     parser.add_argument(
         "--fetch-wait-ms",
         type=int,
@@ -415,7 +436,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import latency_report
+    from benchmarks import latency_report, load_average
     from rtm_lab import lab
     from rtm_lab.errors import LabError
 
@@ -423,9 +444,14 @@ def main(args: argparse.Namespace, command: str) -> int:
     rates = args.rate or preset["rates"]
     seconds = args.seconds if args.seconds is not None else preset["seconds"]
     warmup = args.warmup if args.warmup is not None else preset["warmup"]
-    if any(r <= 0 for r in rates) or seconds <= 0 or not 0 <= warmup < seconds:
-        print("error: rates and --seconds must be positive and --warmup in [0, seconds)", file=sys.stderr)
+    error = interval_sweep.check_arguments(args, rates, seconds, warmup)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
+    if interval_sweep.wanted(args):
+        return interval_sweep.main(args, command, rates[0], seconds, warmup, QUICK if args.quick else FULL)
+    load_start = load_average.snapshot()
+    load_average.warn_if_busy(load_start)
     if args.trace_dir:
         Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
     try:
@@ -441,9 +467,10 @@ def main(args: argparse.Namespace, command: str) -> int:
             warmup,
             command,
             tuple(args.mode or MODES),
-            settings(args.rtm_interval, args.fetch_wait_ms, args.pipeline),
+            settings((args.rtm_interval or [RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline),
             args.trace_dir,
         )
+        result["load_average"] = {"start": load_start, "end": load_average.snapshot()}
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
