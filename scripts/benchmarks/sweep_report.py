@@ -159,20 +159,37 @@ def _cdf_points(run: dict) -> list[tuple[float, float]]:
     return [(max(v, 0.5), p) for p, v in pairs if 0 < p < 100]
 
 
+def _with_breaks(t: dict) -> tuple[list, list, list]:
+    """The timeline with a break (NaN) wherever no record came out for a bucket or more: a stall shows as a hole."""
+    xs, p50s, maxes = [], [], []
+    for i, x in enumerate(t["t_s"]):
+        if i and x - t["t_s"][i - 1] > 1.5 * t["bucket_s"]:
+            xs.append(x - t["bucket_s"])
+            p50s.append(float("nan"))
+            maxes.append(float("nan"))
+        xs.append(x)
+        p50s.append(max(t["p50_ms"][i], 0.5))
+        maxes.append(max(t["max_ms"][i], 0.5))
+    return xs, p50s, maxes
+
+
 def plot(result: dict, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     real = [r for r in result["rows"] if r["mode"] == "realtime"]
     fig, axes = plt.subplots(len(real) + 1, 1, figsize=(10, 2.4 * len(real) + 4.2), squeeze=False)
     for ax, row, color in zip(axes[:, 0], real, INTERVAL_COLORS * 4, strict=False):
         run, t = _representative(row), _representative(row).get("timeline") or {}
         if t.get("t_s"):
-            ax.plot(t["t_s"], [max(v, 0.5) for v in t["max_ms"]], color=color, alpha=0.45, lw=0.8, label="max")
-            ax.plot(t["t_s"], [max(v, 0.5) for v in t["p50_ms"]], color=color, lw=1.2, label="median")
-        for i, at in enumerate(run.get("batch_ends_s") or []):
+            xs, p50s, maxes = _with_breaks(t)
+            ax.plot(xs, maxes, color=color, alpha=0.45, lw=0.8, label="max")
+            ax.plot(xs, p50s, color=color, lw=1.2, label="median")
+        inside = [at for at in run.get("batch_ends_s") or [] if t.get("t_s") and t["t_s"][0] <= at <= t["t_s"][-1]]
+        for i, at in enumerate(inside):
             ax.axvline(at, color="#d62728", ls="--", lw=0.9, label="batch boundary" if i == 0 else None)
         ax.set_yscale("log")
         ax.set_ylabel("latency, ms")
@@ -185,19 +202,23 @@ def plot(result: dict, path: Path) -> None:
         ax.legend(fontsize=7, loc="upper right")
     axes[-2, 0].set_xlabel("seconds after the warm-up")
     ax = axes[-1, 0]
-    for row, color in zip(result["rows"], INTERVAL_COLORS * 4, strict=False):
+    interval_color = dict(zip((r["key"] for r in real), INTERVAL_COLORS * 4, strict=False))
+    for row in result["rows"]:
         points = _cdf_points(_representative(row))
         if not points:
             continue
         if row["mode"] == "realtime":
-            label, color = f'real-time, "{row["rtm_interval"]}"', color
+            label, color = f'real-time, "{row["rtm_interval"]}"', interval_color[row["key"]]
         else:
             label, color = MODE_LABELS.get(row["mode"], row["mode"]), COLORS.get(row["mode"])
         ax.plot([v for v, _ in points], [p / 100 for _, p in points], label=label, color=color)
     ax.set_xscale("log")
     ax.set_yscale("logit")
+    ticks = [1, 10, 50, 90, 99, 99.9, 99.99]
+    ax.set_yticks([p / 100 for p in ticks], [f"p{p:g}" for p in ticks])
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("end-to-end latency, ms (log scale)")
-    ax.set_ylabel("share of records at or below")
+    ax.set_ylabel("percentile")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title("latency CDF per row (representative repeat)", fontsize=9)
