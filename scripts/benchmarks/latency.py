@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,7 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from rtm_lab import plans
+from benchmarks import interval_sweep
+from rtm_lab import cli, plans
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
 
@@ -188,6 +190,7 @@ def run_mode(
     warmup: float,
     cfg: dict,
     trace: str | None = None,
+    observe: bool = False,
 ) -> dict:
     from rtm_lab import latency, loadgen, topics
     from rtm_lab.spark import spark_session
@@ -199,15 +202,19 @@ def run_mode(
     conf = dict(pipeline.conf)
     if mode == "microbatch_async":
         conf["spark.sql.streaming.asyncLogPurge.enabled"] = "true"
+    if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
+        from benchmarks import spark_ui
+
+        conf.update(spark_ui.ui_conf())
     began = time.monotonic()
     spark = spark_session(f"bench-latency-{mode}", slots=pipeline.slots, conf=conf)
     say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
     query = reader = None
+    checkpoint = tempfile.mkdtemp(prefix="bench-lat-ckpt-")
     try:
         # Priming events (negative ids) go in before the query starts: in trial runs the first rows a new real-time
         # query handled took seconds (the whole first batch with data), so measurement starts once they are out.
         topics.produce_json(bootstrap, source, pipeline.priming, key_field=pipeline.key_field)
-        checkpoint = tempfile.mkdtemp(prefix="bench-lat-ckpt-")
         reader = latency.SinkLatencyReader(bootstrap, sink).start()
         try:
             query = start_query(spark, mode, bootstrap, source, sink, checkpoint, cfg, pipeline)
@@ -261,6 +268,10 @@ def run_mode(
             quantiles_ms=quantiles(steady),
             **batch_stats(query),
         )
+        if observe:
+            from benchmarks import boundary_observer
+
+            result.update(boundary_observer.observe(spark, query, reader, cfg["rtm_interval"], warmup_ids))
         if trace:
             Path(trace).write_text("".join(f"{event_id},{ms}\n" for event_id, ms in measured))
         say(f"done: {latency.format_summary(result)}  missing={result['missing']}")
@@ -271,6 +282,7 @@ def run_mode(
         if query is not None and query.isActive:
             query.stop()
         spark.stop()
+        shutil.rmtree(checkpoint, ignore_errors=True)  # a run leaves nothing in /tmp
         for name in (source, sink):
             topics.delete_topic(bootstrap, name)
 
@@ -284,16 +296,23 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
     parser.add_argument("--rate", type=float, required=True, help="events per second")
-    parser.add_argument("--seconds", type=float, required=True, help="how long to produce")
-    parser.add_argument("--warmup", type=float, required=True, help="seconds of events left out of percentiles")
+    parser.add_argument("--seconds", type=cli.positive_float, required=True, help="how long to produce")
+    parser.add_argument(
+        "--warmup", type=cli.non_negative_float, required=True, help="seconds of events left out of percentiles"
+    )
     parser.add_argument("--rtm-interval", default=RTM_INTERVAL, help=f"real-time batch duration ({RTM_INTERVAL})")
     parser.add_argument("--fetch-wait-ms", type=int, default=FETCH_MAX_WAIT_MS, help="kafka.fetch.max.wait.ms")
     parser.add_argument("--pipeline", choices=PIPELINES, default="passthrough")
     parser.add_argument("--out", required=True, help="where to write the result JSON")
     parser.add_argument("--trace", help="also write every delivered record as 'event id,latency ms' lines here")
+    parser.add_argument(
+        "--observe-boundaries", action="store_true", help="record batch boundaries, stalls and their breakdown"
+    )
     args = parser.parse_args(argv)
     cfg = settings(args.rtm_interval, args.fetch_wait_ms, args.pipeline)
-    result = run_mode(args.mode, args.bootstrap, args.rate, args.seconds, args.warmup, cfg, args.trace)
+    result = run_mode(
+        args.mode, args.bootstrap, args.rate, args.seconds, args.warmup, cfg, args.trace, args.observe_boundaries
+    )
     Path(args.out).write_text(json.dumps(result))
     return 0
 
@@ -301,7 +320,9 @@ def child_main(argv: list[str] | None = None) -> int:
 # ---------------------------------------------------------------- parent: every rate x mode, then the files
 
 
-def run_child(mode: str, bootstrap: str, rate: float, seconds: float, warmup: float, cfg: dict, trace_dir) -> dict:
+def run_child(
+    mode: str, bootstrap: str, rate: float, seconds: float, warmup: float, cfg: dict, trace_dir, extra: tuple = ()
+) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-lat-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = [
@@ -312,6 +333,7 @@ def run_child(mode: str, bootstrap: str, rate: float, seconds: float, warmup: fl
             *("--warmup", str(warmup), "--rtm-interval", cfg["rtm_interval"]),
             *("--fetch-wait-ms", str(cfg["kafka_fetch_max_wait_ms"]), "--out", str(out)),
             *("--pipeline", cfg["pipeline"]),
+            *extra,
         ]
         if trace_dir:
             cmd += ["--trace", str(Path(trace_dir) / f"{mode}-{rate:.0f}.csv")]
@@ -384,21 +406,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--rate",
-        type=float,
+        type=cli.positive_float,
         action="append",
         help="events per second; repeat for several rates (default: 2000, 1000 and 10000; the first is the headline)",
     )
-    parser.add_argument("--seconds", type=float, help="seconds of production per mode (default 60; --quick 6)")
-    parser.add_argument("--warmup", type=float, help="seconds of events left out of percentiles (default 5; --quick 1)")
+    parser.add_argument(
+        "--seconds", type=cli.positive_float, help="seconds of production per mode (default 60; --quick 6)"
+    )
+    parser.add_argument(
+        "--warmup", type=cli.non_negative_float, help="seconds of events left out of percentiles (default 5; --quick 1)"
+    )
     parser.add_argument(
         "--mode", action="append", choices=MODES, help="run only these modes (repeatable; default: all four)"
     )
     parser.add_argument(
-        "--rtm-interval", default=RTM_INTERVAL, help=f"real-time batch duration (default {RTM_INTERVAL})"
+        "--rtm-interval",
+        action="append",
+        help=f"real-time batch duration (default {RTM_INTERVAL}); repeat it for the interval sweep (see --repeat)",
     )
+    interval_sweep.add_arguments(parser)
     parser.add_argument(
         "--fetch-wait-ms",
-        type=int,
+        type=cli.positive_int,
         default=FETCH_MAX_WAIT_MS,
         help=f"kafka.fetch.max.wait.ms for the source, every mode (default {FETCH_MAX_WAIT_MS})",
     )
@@ -409,14 +438,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="passthrough: parse and re-encode JSON (default); ad_attribution: the guide's transformWithState query",
     )
     parser.add_argument(
-        "--json", required=True, type=Path, help="where to write the result JSON (a .md goes beside it)"
+        "--json", required=True, type=cli.json_output, help="where to write the result JSON (a .md goes beside it)"
     )
     parser.add_argument("--plot", type=Path, help="also write a latency CDF plot (PNG) here")
     parser.add_argument("--trace-dir", help="also write every record's latency per mode (CSV) into this folder")
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import latency_report
+    from benchmarks import latency_report, load_average
     from rtm_lab import lab
     from rtm_lab.errors import LabError
 
@@ -424,9 +453,14 @@ def main(args: argparse.Namespace, command: str) -> int:
     rates = args.rate or preset["rates"]
     seconds = args.seconds if args.seconds is not None else preset["seconds"]
     warmup = args.warmup if args.warmup is not None else preset["warmup"]
-    if any(r <= 0 for r in rates) or seconds <= 0 or not 0 <= warmup < seconds:
-        print("error: rates and --seconds must be positive and --warmup in [0, seconds)", file=sys.stderr)
+    error = interval_sweep.check_arguments(args, rates, seconds, warmup)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
+    if interval_sweep.wanted(args):
+        return interval_sweep.main(args, command, rates[0], seconds, warmup, QUICK if args.quick else FULL)
+    load_start = load_average.snapshot()
+    load_average.warn_if_busy(load_start)
     if args.trace_dir:
         Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
     try:
@@ -442,9 +476,10 @@ def main(args: argparse.Namespace, command: str) -> int:
             warmup,
             command,
             tuple(args.mode or MODES),
-            settings(args.rtm_interval, args.fetch_wait_ms, args.pipeline),
+            settings((args.rtm_interval or [RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline),
             args.trace_dir,
         )
+        result["load_average"] = {"start": load_start, "end": load_average.snapshot()}
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -19,6 +19,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -116,11 +117,10 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
     config = SinkConfig(dsn=dsn, schema=schema, table=TABLE, max_rows=scenario.max_rows, max_dwell_ms=scenario.dwell_ms)
     create_tables(config)
     query = None
+    checkpoint = tempfile.mkdtemp(prefix="rtm-sink-bench-")
     try:
         writer = jvm_postgres_writer(spark, config) if scenario.writer == "jvm" else PostgresSink(config)
-        query = start_pipeline(
-            spark, bootstrap, topic, writer, tempfile.mkdtemp(prefix="rtm-sink-bench-"), scenario.dedup
-        )
+        query = start_pipeline(spark, bootstrap, topic, writer, checkpoint, scenario.dedup)
         _wait_for_first_batch(query)
         events = loadgen.EventMix(
             duplicate_pct=scenario.duplicate_pct, bad_pct=scenario.bad_pct, payload_bytes=scenario.payload_bytes
@@ -209,6 +209,7 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
     finally:
         if query is not None:
             query.stop()
+        shutil.rmtree(checkpoint, ignore_errors=True)  # a run leaves nothing in /tmp
         topics.delete_topic(bootstrap, topic)
         if not keep_tables:
             _drop_schema(dsn, schema)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-PERCENTILES = (50, 95, 99)
+PERCENTILES = (50, 95, 99, 99.9)
 
 
 def summarize(samples_ms: list[float]) -> dict[str, float | int]:
@@ -35,6 +35,9 @@ class SinkLatencyReader:
 
         self.bootstrap, self.topic, self.ts_field, self.id_field = bootstrap, topic, ts_field, id_field
         self.samples: list[tuple[int, float]] = []  # (event id, latency ms)
+        # The sink record's broker timestamp, one per sample in the same order: gaps between records out (the stall
+        # at a batch boundary) are measured on these.
+        self.out_ts_ms: list[int] = []
         self.seen_ids: set[int] = set()
         self.duplicates = 0
         self._stop = threading.Event()
@@ -68,5 +71,6 @@ class SinkLatencyReader:
                             continue
                         self.seen_ids.add(event_id)
                         self.samples.append((event_id, message.timestamp - body[self.ts_field]))
+                        self.out_ts_ms.append(message.timestamp)
         finally:
             consumer.close()
