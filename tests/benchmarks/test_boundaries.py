@@ -125,13 +125,13 @@ def test_timeline_buckets_and_fine_tail_cdf():
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--rate", "0"], "--rate 0 is not a positive"),
-        (["--rate", "nan"], "--rate nan is not a positive"),
-        (["--rate", "-5"], "--rate -5 is not a positive"),
+        (["--rate", "0"], "argument --rate: must be a finite number above 0"),
+        (["--rate", "nan"], "argument --rate: must be a finite number above 0"),
+        (["--rate=-5"], "argument --rate: must be a finite number above 0"),
         (["--rtm-interval", "1 second"], "under the 5 seconds Spark accepts"),
         (["--rtm-interval", "5 seconds", "--rtm-interval", "2 seconds"], "INVALID_STREAMING_REAL_TIME_MODE"),
         (["--rtm-interval", "soon"], "cannot read the interval"),
-        (["--repeat", "0"], "--repeat 0 must be at least 1"),
+        (["--repeat", "0"], "argument --repeat: must be an integer of at least 1"),
         (["--repeat", "2", "--rate", "1000", "--rate", "2000"], "one rate"),
         (["--repeat", "2", "--max-seconds", "1", "--warmup", "5"], "--max-seconds 1"),
     ],
@@ -141,5 +141,5 @@ def test_bad_input_exits_2_with_one_line_before_starting_anything(args, says, tm
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], done.stderr
+    assert len(lines) == 1 and "error: " in lines[0] and says in lines[0], done.stderr
     assert not (tmp_path / "x.json").exists()
