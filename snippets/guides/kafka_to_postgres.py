@@ -133,12 +133,14 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     config = SinkConfig(dsn=os.environ["POSTGRES_DSN"], table="events")
     create_tables(config)
-    query = start_pipeline(
-        spark_session("kafka-to-postgres"),
-        os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
-        sys.argv[1],
-        PostgresSink(config),
-        tempfile.mkdtemp(prefix="rtm-checkpoint-"),
-        dedup="--dedup" in sys.argv,
-    )
-    query.awaitTermination()
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
+        query = start_pipeline(
+            spark_session("kafka-to-postgres"),
+            os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
+            sys.argv[1],
+            PostgresSink(config),
+            checkpoint,
+            dedup="--dedup" in sys.argv,
+        )
+        query.awaitTermination()

@@ -145,11 +145,13 @@ if __name__ == "__main__":
     config = SinkConfig(dsn=os.environ["POSTGRES_DSN"], table="events_jvm")
     create_tables(config)
     spark = spark_session("kafka-to-postgres-jvm", conf={"spark.jars": session_jars()})
-    query = start_pipeline(
-        spark,
-        os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
-        sys.argv[1],
-        jvm_postgres_writer(spark, config),
-        tempfile.mkdtemp(prefix="rtm-checkpoint-"),
-    )
-    query.awaitTermination()
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
+        query = start_pipeline(
+            spark,
+            os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
+            sys.argv[1],
+            jvm_postgres_writer(spark, config),
+            checkpoint,
+        )
+        query.awaitTermination()

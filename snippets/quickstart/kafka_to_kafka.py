@@ -76,11 +76,13 @@ if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
-    query = start_pipeline(
-        SparkSession.builder.appName("kafka-to-kafka").getOrCreate(),
-        os.environ["KAFKA_BOOTSTRAP_SERVERS"],
-        sys.argv[1],
-        sys.argv[2],
-        tempfile.mkdtemp(prefix="rtm-checkpoint-"),
-    )
-    query.awaitTermination()
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
+        query = start_pipeline(
+            SparkSession.builder.appName("kafka-to-kafka").getOrCreate(),
+            os.environ["KAFKA_BOOTSTRAP_SERVERS"],
+            sys.argv[1],
+            sys.argv[2],
+            checkpoint,
+        )
+        query.awaitTermination()

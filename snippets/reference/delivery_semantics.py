@@ -137,8 +137,9 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
     spark = SparkSession.builder.appName("delivery-semantics").getOrCreate()
-    checkpoint = tempfile.mkdtemp(prefix="rtm-checkpoint-")
-    query = start_copy(spark, os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1], sys.argv[2], checkpoint)
-    while query.isActive:
-        time.sleep(5)
-        print("committed batches:", committed_batches(checkpoint), "rows before them:", rows_committed(checkpoint))
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
+        query = start_copy(spark, os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1], sys.argv[2], checkpoint)
+        while query.isActive:
+            time.sleep(5)
+            print("committed batches:", committed_batches(checkpoint), "rows before them:", rows_committed(checkpoint))

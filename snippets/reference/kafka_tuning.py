@@ -42,15 +42,17 @@ if __name__ == "__main__":
     # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
     spark = SparkSession.builder.appName("kafka-tuning").getOrCreate()
     bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-    (
-        low_latency_kafka_source(spark, bootstrap, sys.argv[1])
-        .select("key", "value")
-        .writeStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sys.argv[2])
-        .option("checkpointLocation", tempfile.mkdtemp(prefix="rtm-checkpoint-"))
-        .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
-        .start()
-        .awaitTermination()
-    )
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
+        (
+            low_latency_kafka_source(spark, bootstrap, sys.argv[1])
+            .select("key", "value")
+            .writeStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("topic", sys.argv[2])
+            .option("checkpointLocation", checkpoint)
+            .outputMode("update")
+            .trigger(realTime=REAL_TIME_INTERVAL)
+            .start()
+            .awaitTermination()
+        )

@@ -118,6 +118,8 @@ if __name__ == "__main__":
     # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
     spark = SparkSession.builder.appName("latency-metrics").getOrCreate()
     bootstrap, (source, sink) = os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1:]
-    query = start_stamped_query(spark, bootstrap, source, sink, tempfile.mkdtemp(prefix="rtm-checkpoint-"))
-    for record in KafkaConsumer(sink, bootstrap_servers=bootstrap, auto_offset_reset="earliest"):
-        print(latencies(json.loads(record.value), record.timestamp))
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
+        query = start_stamped_query(spark, bootstrap, source, sink, checkpoint)
+        for record in KafkaConsumer(sink, bootstrap_servers=bootstrap, auto_offset_reset="earliest"):
+            print(latencies(json.loads(record.value), record.timestamp))

@@ -81,4 +81,6 @@ if __name__ == "__main__":
         .option("subscribe", sys.argv[1])
         .load()
     )
-    start_real_time(events.select("key", "value"), bootstrap, sys.argv[2], tempfile.mkdtemp()).awaitTermination()
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory() as checkpoint:
+        start_real_time(events.select("key", "value"), bootstrap, sys.argv[2], checkpoint).awaitTermination()

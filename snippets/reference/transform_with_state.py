@@ -133,7 +133,9 @@ if __name__ == "__main__":
         .getOrCreate()
     )
     events = kafka_rows(spark, os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1])
-    query = start_micro_batch(record_calls(events), tempfile.mkdtemp(prefix="rtm-checkpoint-"), "calls")
-    query.processAllAvailable()
-    spark.table("calls").show()
-    query.stop()
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
+        query = start_micro_batch(record_calls(events), checkpoint, "calls")
+        query.processAllAvailable()
+        spark.table("calls").show()
+        query.stop()
