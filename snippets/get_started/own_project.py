@@ -48,15 +48,16 @@ def check_setup(spark: SparkSession, bootstrap: str, timeout_s: float = 120.0) -
     )
     # The sink topic is created by the query's first write (a broker with auto-creation on, Kafka's default); create
     # it with your Kafka tools first if yours has auto-creation off.
-    query = start_pipeline(spark, bootstrap, source, sink, tempfile.mkdtemp(prefix="rtm-check-"))
-    deadline = time.monotonic() + timeout_s
-    rows: list[dict] = []
-    try:
-        while len(rows) < 3 and time.monotonic() < deadline and query.isActive:
-            time.sleep(2)
-            rows = read_topic(spark, bootstrap, sink)
-    finally:
-        query.stop()
+    with tempfile.TemporaryDirectory(prefix="rtm-check-") as checkpoint:  # removed once the check is done
+        query = start_pipeline(spark, bootstrap, source, sink, checkpoint)
+        deadline = time.monotonic() + timeout_s
+        rows: list[dict] = []
+        try:
+            while len(rows) < 3 and time.monotonic() < deadline and query.isActive:
+                time.sleep(2)
+                rows = read_topic(spark, bootstrap, sink)
+        finally:
+            query.stop()
     return sorted(rows, key=lambda row: row["id"])
 
 

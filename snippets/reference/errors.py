@@ -310,17 +310,19 @@ def outcome(spark: SparkSession, mistake, bootstrap: str, source: str, sink: str
 
 
 def _outcome(spark: SparkSession, mistake, bootstrap: str, source: str, sink: str, timeout_s: float) -> str:
-    try:
-        query = mistake(spark, bootstrap, source, sink, tempfile.mkdtemp(prefix="rtm-mistake-"))
-    except PySparkException as exc:
-        return f"fails at start(): {error_class(exc)}"
-    try:
-        query.awaitTermination(timeout_s)
-    except PySparkException as exc:
-        return f"fails at run time: {error_class(exc)}"
-    finally:
-        query.stop()
-    return f"still running after {timeout_s:g}s"
+    # The checkpoint lives only as long as the try: the query is stopped before its folder is removed.
+    with tempfile.TemporaryDirectory(prefix="rtm-mistake-") as checkpoint:
+        try:
+            query = mistake(spark, bootstrap, source, sink, checkpoint)
+        except PySparkException as exc:
+            return f"fails at start(): {error_class(exc)}"
+        try:
+            query.awaitTermination(timeout_s)
+        except PySparkException as exc:
+            return f"fails at run time: {error_class(exc)}"
+        finally:
+            query.stop()
+        return f"still running after {timeout_s:g}s"
 
 
 if __name__ == "__main__":
