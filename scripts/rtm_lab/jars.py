@@ -4,6 +4,7 @@ Every jar is listed with its sha1 in `jars.lock.json`, so the download is reprod
 needs the network again. A local Maven repository (~/.m2) or a mirror (RTM_MAVEN_URL) is used when present.
 """
 
+import functools
 import hashlib
 import json
 import os
@@ -44,8 +45,15 @@ class Jar:
         return f"{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
 
 
+@functools.cache
+def _locked_groups() -> dict:
+    # Read once per process: a lab started as root that then drops to another user (whom a 0700 clone shuts out)
+    # keeps what it read.
+    return json.loads(LOCK_FILE.read_text())["groups"]
+
+
 def locked(group: str) -> list[Jar]:
-    groups = json.loads(LOCK_FILE.read_text())["groups"]
+    groups = _locked_groups()
     if group not in groups:
         raise LabError(f"Unknown jar group {group!r}; known: {', '.join(sorted(groups))}.")
     return [Jar(**entry) for entry in groups[group]]
