@@ -131,12 +131,14 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def write(result: dict, json_path: Path, plot_path: Path | None) -> Path:
-    """Write the JSON, the Markdown table beside it (same name, .md) and, if asked, the plot; return the .md path."""
+def write(result: dict, json_path: Path, plot_path: Path | None, render=None, draw=None) -> Path:
+    """Write the JSON, the Markdown table beside it (same name, .md) and, if asked, the plot; return the .md path.
+
+    `render` and `draw` make the table and the plot (this module's by default; the interval sweep passes its own)."""
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(result, indent=1) + "\n")
     md_path = json_path.with_suffix(".md")
-    md_path.write_text(markdown(result))
+    md_path.write_text((render or markdown)(result))
     if plot_path is not None:
-        plot(result, plot_path)
+        (draw or plot)(result, plot_path)
     return md_path

@@ -3,9 +3,9 @@ into a Markdown table and a plot: latency over time with the batch boundaries ma
 the latency CDF of every row. Generated files: the docs include them, nobody edits them by hand.
 """
 
-import json
 from pathlib import Path
 
+from benchmarks import latency_report
 from benchmarks.boundaries import MOMENTS, WINDOW_AFTER_MS, WINDOW_BEFORE_MS
 from benchmarks.latency_report import COLORS, MODE_LABELS, PIPELINE_LABELS
 from rtm_lab.generated import markdown_table
@@ -233,11 +233,5 @@ def plot(result: dict, path: Path) -> None:
 
 
 def write(result: dict, json_path: Path, plot_path: Path | None) -> Path:
-    """Write the JSON, the Markdown table beside it (same name, .md) and, if asked, the plot; return the .md path."""
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(result, indent=1) + "\n")
-    md_path = json_path.with_suffix(".md")
-    md_path.write_text(markdown(result))
-    if plot_path is not None:
-        plot(result, plot_path)
-    return md_path
+    """Write the JSON, the sweep's Markdown table beside it and, if asked, its plot; return the .md path."""
+    return latency_report.write(result, json_path, plot_path, render=markdown, draw=plot)
