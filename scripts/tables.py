@@ -64,6 +64,12 @@ def _latency_markdown():
     return markdown
 
 
+def _sweep_markdown():
+    from benchmarks.sweep_report import markdown
+
+    return markdown
+
+
 def _kafka_tuning_markdown():
     from probes.kafka_tuning import markdown
 
@@ -83,6 +89,7 @@ TABLES = {
     "ad-attribution-latency": Table(
         "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", _latency_markdown)
     ),
+    "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", _sweep_markdown)),
     "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", _kafka_tuning_markdown)),
     "sink": Table("sink.md", _from_json("sink.json", _sink_markdown)),
 }
