@@ -89,17 +89,31 @@ def markdown(result: dict) -> str:
                 "records that arrive meanwhile wait for the next batch's tasks.",
             ]
         lines.append("")
-    machine, versions, cfg = result["machine"], result["versions"], result["settings"]
-    lines += [
-        f"- Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}",
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+    lines += run_details(result)
+    return "\n".join(lines)
+
+
+def run_details(result: dict) -> list[str]:
+    """The footer every latency results table carries: machine, load (when recorded), versions, settings, command."""
+    machine, cfg = result["machine"], result["settings"]
+    lines = [
+        f"- Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}"
+    ]
+    if "load_average" in result:
+        load = result["load_average"]
+        lines.append(
+            f"- Load average (1/5/15 min): {' / '.join(f'{v:.2f}' for v in load['start'])} at the start, "
+            f"{' / '.join(f'{v:.2f}' for v in load['end'])} at the end"
+        )
+    return [
+        *lines,
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
         f"- Settings: `{cfg['spark_master']}`, {cfg['partitions']} partitions per topic, "
         f"`kafka.fetch.max.wait.ms={cfg['kafka_fetch_max_wait_ms']}`, producer `linger.ms={cfg['producer_linger_ms']}`",
         f"- Command: `{result['command']}`",
         f"- Run at {result['timestamp']} ({result['elapsed_s']:.0f} s in all)",
         "",
     ]
-    return "\n".join(lines)
 
 
 def plot(result: dict, path: Path) -> None:
