@@ -1,10 +1,12 @@
 """The slot calculator's worked examples against Spark: run each at a given number of slots and report what happened.
 
     python -m probes.slots --slots 4
-    python -m probes.slots --master spark://127.0.0.1:7077 --examples aggregation
+    python -m probes.slots --master spark://127.0.0.1:7077 --examples aggregation --conf spark.cores.max=4
 
 Each example prints one JSON line: what the calculator said, what Spark did. `--slots N` runs on `local[N]`;
-`--master` runs on a cluster (`rtm_lab.standalone` starts one on loopback).
+`--master` runs on a cluster (`rtm_lab.standalone` starts one on loopback). On a cluster, pass `spark.cores.max`:
+the session then waits until executors with that many cores have registered, because real-time mode counts the free
+slots when its first batch starts, and a standalone cluster's executors may still be registering then.
 """
 
 import argparse
@@ -42,6 +44,14 @@ class Outcome:
     arrival_spread_ms: int | None = None  # first to last source partition's row in the sink
     partitions_seen: list[int] = field(default_factory=list)  # stateless: source partitions whose row arrived
     tasks_per_executor: dict[str, int] = field(default_factory=dict)
+    executors_at_start: int | None = None  # on a cluster: executors registered when the query started
+
+
+# Spark's own wait for executors (off by default on a standalone cluster): all of spark.cores.max, for up to 2 min.
+WAIT_FOR_EXECUTORS = {
+    "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+    "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
+}
 
 
 def _running_tasks_per_executor(spark) -> dict[str, int]:
@@ -67,6 +77,8 @@ def run_example(spark, bootstrap: str, name: str, timeout_s: float = 45.0) -> Ou
         df = df.withColumn("partition", F.lit(-1))
     out = df.select("key", F.to_json(F.struct("value", "partition")).alias("value"))
     outcome = Outcome(name, spark.sparkContext.master, slots_needed(out, partitions).total)
+    if not spark.sparkContext.master.startswith("local"):
+        outcome.executors_at_start = len(_running_tasks_per_executor(spark)) - 1  # minus the driver
     query = topics.start_real_time_to_kafka(out, bootstrap, sink, REAL_TIME_INTERVAL)
     try:
         _watch(spark, query, bootstrap, sink, partitions, outcome, timeout_s)
@@ -158,7 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["SPARK_MASTER"] = args.master
     from rtm_lab.spark import spark_session
 
-    spark = spark_session("slot-sizing", slots=args.slots, conf=dict(c.split("=", 1) for c in args.conf))
+    conf = dict(c.split("=", 1) for c in args.conf)
+    if args.master:
+        conf = {**WAIT_FOR_EXECUTORS, **conf}
+    spark = spark_session("slot-sizing", slots=args.slots, conf=conf)
     for name in names:
         print(f"running {name} on {spark.sparkContext.master} ...", file=sys.stderr, flush=True)
         started = time.monotonic()

@@ -8,6 +8,7 @@
 #   SCHEMA      the Postgres schema of the table and the dead letters (default public)
 #   KAFKA_BOOTSTRAP_SERVERS, POSTGRES_DSN  as for every page
 # Every node runs the executors' Python from the same path: the venv of "Set up your own project".
+# minRegisteredResourcesRatio=1.0: wait for all 4 cores before the first job; real-time mode counts free slots then.
 set -eu
 PYTHON=${PYTHON:-$(command -v python3)}
 SPARK_HOME=${SPARK_HOME:-$("$PYTHON" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')}
@@ -17,6 +18,7 @@ TOKEN_PROVIDER=https://repo1.maven.org/maven2/org/apache/spark/spark-token-provi
 exec "$SPARK_HOME/bin/spark-submit" \
   --master "$MASTER" \
   --total-executor-cores 4 --executor-cores 2 --executor-memory 1g \
+  --conf spark.scheduler.minRegisteredResourcesRatio=1.0 \
   --conf spark.sql.shuffle.partitions=2 \
   --conf spark.pyspark.python="$PYTHON" \
   --packages "$PACKAGES" \

@@ -96,13 +96,12 @@ def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local
 def test_same_sizing_on_a_standalone_cluster(lab, tmp_path):
     with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path) as spark_cluster:
         master = spark_cluster.master_url
-        four = outcomes(run_examples(lab.kafka_bootstrap, "--master", master, "--examples", "aggregation"))
-        three = outcomes(
-            run_examples(
-                lab.kafka_bootstrap, "--master", master, "--examples", "aggregation", "--conf", "spark.cores.max=3"
-            )
-        )
+        on_cluster = (lab.kafka_bootstrap, "--master", master, "--examples", "aggregation", "--conf")
+        four = outcomes(run_examples(*on_cluster, "spark.cores.max=4"))
+        three = outcomes(run_examples(*on_cluster, "spark.cores.max=3"))
     ran, failed = four["aggregation"], three["aggregation"]
+    # The probe makes Spark wait for spark.cores.max before the query starts: both workers' executors are there.
+    assert ran["executors_at_start"] == 2, ran
     assert failed["error_class"] == "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT", failed
     assert (failed["spark_needs"], failed["spark_free"]) == (4, 3)
     assert ran["outcome"] == "ran" and ran["needed_before_start"] == 4, ran
