@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
 """The main demo on the local lab, with live progress. Two pipelines:
 
-  postgres (default)  generated events -> Kafka -> Spark real-time mode -> dropDuplicates -> foreach -> Postgres;
-                      prints rows/s, end-to-end latency (event creation -> row written), duplicates removed,
-                      dead-lettered records and the row count in Postgres (the table is kept: the schema is printed).
+  postgres (default)  generated events -> Kafka -> Spark real-time mode -> dropDuplicates -> foreach -> Postgres,
+                      through the low-latency JVM writer (--writer python for the Python one); prints rows/s,
+                      end-to-end latency (event creation -> row written), duplicates removed, dead-lettered records
+                      and the row count in Postgres (the table is kept: the schema is printed).
   kafka               Kafka -> real-time mode -> Kafka, latency from broker timestamps (LogAppendTime topics).
 
-Starts the lab if it is not running (and stops it again at the end if it started it).
+Both run at the real-time interval Spark recommends (5 minutes, --interval to change it): a 30 s demo crosses no
+batch boundary, and rows never wait for one. Spark's own warnings go to a log file the summary names.
+Starts the lab if it is not running (and stops it again at the end if it started it). SPARK_MASTER runs the query
+on that cluster instead of local[N].
 """
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -17,13 +22,17 @@ import threading
 import time
 
 from benchmarks import sink as bench_sink
-from rtm_lab import cli, jvm, lab, latency, loadgen, plans, topics
+from rtm_lab import cli, jvm, lab, latency, loadgen, paths, plans, topics
 from rtm_lab.errors import LabError
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.signals import exit_cleanly_on_termination
 from rtm_lab.spark import spark_session
+from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL
 from snippets.quickstart.kafka_to_kafka import start_pipeline
 
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
+# The sink benchmark's results, newest interval first: the demo's summary quotes the other writer from them.
+SINK_RESULTS = ("docs/results/sink.json", "docs/results/sink-5s.json")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -43,14 +52,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--writer",
         choices=tuple(bench_sink.WRITERS),
-        default="python",
-        help="postgres: the Python PostgresSink (default) or the low-latency JVM writer",
+        default="jvm",
+        help="postgres: the low-latency JVM writer (default) or the Python PostgresSink",
+    )
+    parser.add_argument(
+        "--interval",
+        type=cli.spark_interval,
+        default=REAL_TIME_INTERVAL,
+        help=f'the real-time batch interval (default "{REAL_TIME_INTERVAL}", Spark\'s recommendation; 5 seconds is the '
+        "minimum: rows wait for no boundary, but each boundary stalls the stream briefly)",
     )
     parser.add_argument(
         "--warmup",
         type=cli.non_negative_float,
-        default=6,
-        help="seconds of events counted as warm-up (default 6: just over one 5 s real-time batch)",
+        default=5,
+        help="seconds of events left out of the latency figures as warm-up (default 5)",
     )
     args = parser.parse_args(argv)
     postgres = args.pipeline == "postgres"
@@ -59,7 +75,38 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def postgres_demo(state, args, say) -> int:
+def started_session(app_name: str, slots: int, conf: dict[str, str], log_file, say):
+    """The demo's Spark session, its warnings in `log_file`; says which master it really runs on."""
+    spark = spark_session(app_name, slots=slots, conf=conf, log_file=log_file)
+    say(f"spark     running on {spark.sparkContext.master} (Spark's log: {log_file})")
+    return spark
+
+
+def other_writer_line(writer: str, rate: float) -> str:
+    """One line on what the other writer gave in the newest sink benchmark results on this machine."""
+    other = "python" if writer == "jvm" else "jvm"
+    for name in SINK_RESULTS:
+        path = PROJECT_ROOT / name
+        if not path.is_file():
+            continue
+        runs = [r for r in json.loads(path.read_text())["runs"] if r["scenario"]["writer"] == other]
+        if runs:
+            run = min(runs, key=lambda r: (abs(r["asked_rate"] - rate), r["scenario"]["dedup"]))
+            interval = run["scenario"].get("interval", "5 seconds")
+            return (
+                f'the {other} writer, measured by the sink benchmark ({run["name"]}, realTime="{interval}"): '
+                f"E2E p50 {run['e2e_p50_ms']:.0f} ms, p95 {run['e2e_p95_ms']:.0f} ms ({name})"
+            )
+    return f"the {other} writer: no sink benchmark results yet (python scripts/bench.py sink --help)"
+
+
+def log_line(log_file) -> str:
+    text = log_file.read_text(errors="replace") if log_file.is_file() else ""
+    levels = [line.split(" ", 2)[1] for line in text.splitlines() if line[:2].isdigit() and line.count(" ") >= 2]
+    return f"Spark's log     {log_file}: {levels.count('WARN')} warnings, {levels.count('ERROR')} errors"
+
+
+def postgres_demo(state, args, say, log_file) -> int:
     scenario = bench_sink.Scenario(
         rate=args.rate,
         seconds=args.seconds,
@@ -67,14 +114,18 @@ def postgres_demo(state, args, say) -> int:
         partitions=args.partitions,
         warmup_s=args.warmup,
         writer=args.writer,
+        interval=args.interval,
     )
     slots = bench_sink.slots_for(scenario.partitions, scenario.dedup)
-    say(f"spark     starting local[{slots}] ({scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
+    say(f"spark     starting ({slots} task slots: {scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
     conf = {"spark.sql.shuffle.partitions": str(scenario.partitions)}
     if scenario.writer == "jvm":
         conf["spark.jars"] = jvm.session_jars()
-    spark = spark_session("rtm-demo-postgres", slots=slots, conf=conf)
-    say(f"query     Kafka -> real-time mode -> Postgres; producing {args.rate:.0f} events/s for {args.seconds:.0f}s")
+    spark = started_session("rtm-demo-postgres", slots, conf, log_file, say)
+    say(
+        f'query     Kafka -> real-time mode (realTime="{args.interval}") -> Postgres via the {args.writer} writer; '
+        f"producing {args.rate:.0f} events/s for {args.seconds:.0f}s"
+    )
     run = bench_sink.run_scenario(spark, state, scenario, say, keep_tables=True, prefix="demo")
     say("")
     say(f"produced        {run['produced']} events at {run['produced_rate']:.0f}/s (asked {args.rate:.0f}/s)")
@@ -83,23 +134,17 @@ def postgres_demo(state, args, say) -> int:
         f"end-to-end      p50 {run['e2e_p50_ms']} ms  p95 {run['e2e_p95_ms']} ms  p99 {run['e2e_p99_ms']} ms "
         f"(event created -> row written, after the first {args.warmup:.0f}s)"
     )
-    removed = run["dropped_by_spark"] if scenario.dedup else run["deduplicated"]
-    say(f"duplicates      {removed} removed ({'dropDuplicates' if scenario.dedup else 'folded by the upsert'})")
+    say(f"other writer    {other_writer_line(args.writer, args.rate)}")
+    # Counted at the sink: Spark reports dropDuplicates' own count only when a real-time batch ends.
+    removed = run["produced"] - run["written"] - run["dead_lettered"]
+    how = "dropDuplicates" if scenario.dedup else "folded by the upsert"
+    say(f"duplicates      {removed} removed ({how}; produced - rows written - dead letters)")
     say(f"dead-lettered   {run['dead_lettered']} (in {run['schema']}.dead_letter, with the raw value and reason)")
     say(
         f"rows in Postgres {run['written']} in {run['schema']}.events; lost {run['lost']}, duplicate keys "
         f"{run['duplicate_keys']}"
     )
     return 0 if run["lost"] == 0 and run["duplicate_keys"] == 0 else 1
-
-
-def wait_until_running(query, timeout_s: float = 90.0) -> None:
-    """Wait for the first real-time batch to finish, so the figures start from a running pipeline, not its start-up."""
-    deadline = time.monotonic() + timeout_s
-    while query.lastProgress is None:
-        if query.exception() or time.monotonic() > deadline:
-            raise LabError(f"The query did not start: {query.exception()}")
-        time.sleep(0.2)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,9 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     made_topics: list[str] = []  # this run's topics and checkpoint are removed at the end, whatever happens
     checkpoint = tempfile.mkdtemp(prefix="rtm-demo-ckpt-")
+    log_file = paths.state_dir() / f"demo-{args.pipeline}-spark.log"
     try:
         if args.pipeline == "postgres":
-            return postgres_demo(state, args, say)
+            return postgres_demo(state, args, say, log_file)
         bootstrap = state.kafka_bootstrap
         for prefix in ("demo-in", "demo-out"):
             made_topics.append(
@@ -123,10 +169,11 @@ def main(argv: list[str] | None = None) -> int:
             )
         source, sink = made_topics
         slots = args.partitions  # a stateless query runs one task per source partition, all at once
-        say(f"spark     starting local[{slots}] ...")
-        spark = spark_session("rtm-demo", slots=slots)
-        query = start_pipeline(spark, bootstrap, source, sink, checkpoint)
-        wait_until_running(query)
+        say(f"spark     starting ({slots} task slots) ...")
+        spark = started_session("rtm-demo", slots, {}, log_file, say)
+        query = start_pipeline(spark, bootstrap, source, sink, checkpoint, args.interval)
+        # Wait until the first real-time batch reads Kafka, not until it ends (minutes away at 5 minutes).
+        plans.wait_for_real_time_scan(query, timeout_s=90)
         say(
             f"query     running in real-time mode ({plans.REAL_TIME_SCAN} in the plan); producing "
             f"{args.rate:.0f} events/s for {args.seconds:.0f}s"
@@ -168,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
+        say(log_line(log_file))  # after the query stopped: what Spark logged on the way out counts too
         shutil.rmtree(checkpoint, ignore_errors=True)
         for name in made_topics if "kafka" not in started else []:
             topics.delete_topic(state.kafka_bootstrap, name)

@@ -18,17 +18,16 @@ records out, the driver's clock for progress and the Spark UI), so it is unit-te
 import datetime as dt
 import itertools
 import math
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from rtm_lab.intervals import interval_ms  # noqa: F401  (re-exported: the benchmarks read intervals through here)
 
 # A gap must start this close to the boundary's anchor (tasks end, else batch end) to be the boundary's stall.
 WINDOW_BEFORE_MS = 2000
 WINDOW_AFTER_MS = 1000
 
-UNITS_MS = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
-_INTERVAL = re.compile(r"^\s*(?:interval\s+)?(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*$", re.IGNORECASE)
 
 # The path from the last record out before a boundary to the first record after it.
 MOMENTS = ("last_out", "tasks_end", "batch_end", "next_start", "next_job", "next_launch", "first_out")
@@ -40,15 +39,6 @@ SEGMENTS = {
     ("next_job", "next_launch"): "task launch",
     ("next_launch", "first_out"): "first poll to first record out",
 }
-
-
-def interval_ms(text: str) -> float:
-    """Milliseconds in a Spark interval string such as "5 seconds" or "1 minute"; ValueError if unreadable."""
-    match = _INTERVAL.match(text or "")
-    unit = match and match.group(2).lower()
-    if not match or unit not in UNITS_MS:
-        raise ValueError(f"cannot read the interval {text!r}; write it as Spark does, e.g. '30 seconds' or '5 minutes'")
-    return float(match.group(1)) * UNITS_MS[unit]
 
 
 def epoch_ms(stamp: str | None) -> int | None:

@@ -15,14 +15,15 @@ import statistics
 import sys
 import time
 
-from benchmarks.boundaries import interval_ms, segment_medians
+from benchmarks.boundaries import segment_medians
 from rtm_lab import cli
+from rtm_lab.intervals import MIN_REAL_TIME_INTERVAL_MS, interval_ms
 
 # Past interval + warm-up, time for the batch to end late and the next to start (median overrun ~0.2-0.3 s at 5 s).
 MARGIN_S = 5.0
 MAX_SECONDS = {"full": 600.0, "quick": 12.0}
 # Spark refuses a shorter realTime interval (spark.sql.streaming.realTimeMode.minBatchDuration, default 5000 ms).
-MIN_INTERVAL_MS = 5000
+
 # What a child adds to its production time on this machine (session start, priming, drain, stop), for the estimate.
 OVERHEAD_S = 45.0
 FIGURES = (
@@ -76,7 +77,7 @@ def check_arguments(args: argparse.Namespace, rates: list[float], seconds: float
             ms = interval_ms(text)
         except ValueError as exc:
             return f"--rtm-interval: {exc}"
-        if ms < MIN_INTERVAL_MS:
+        if ms < MIN_REAL_TIME_INTERVAL_MS:
             return (
                 f"--rtm-interval {text!r} is under the 5 seconds Spark accepts for realTime (it would refuse the query "
                 "with INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL); use '5 seconds' or more"

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rtm_lab.generated import markdown_table
+from rtm_lab.intervals import interval_ms
 
 TABLE_HEADER = ["mode", "trigger", "measured", "missing", "p50 ms", "p95 ms", "p99 ms", "max ms"]
 TABLE_ALIGN = ["", "", "right", "right", "right", "right", "right", "right"]
@@ -44,12 +45,10 @@ def ratio(modes: dict, slow: str = "microbatch_500ms", fast: str = "realtime") -
 
 def batch_overrun_ms(mode: dict, interval: str) -> float | None:
     """Median of (batch duration - interval) over the real-time batches after the first, from the query progress."""
-    number, unit = interval.split()
-    interval_ms = float(number) * {"second": 1000, "seconds": 1000, "minute": 60_000, "minutes": 60_000}[unit]
     durations = sorted(b[3] for b in mode.get("batches", []) if b[0] >= 1)
     if not durations:
         return None
-    return durations[len(durations) // 2] - interval_ms
+    return durations[len(durations) // 2] - interval_ms(interval)
 
 
 def markdown(result: dict) -> str:

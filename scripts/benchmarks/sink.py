@@ -8,8 +8,9 @@ run waits for every key to reach Postgres. It reports:
   by dropDuplicates, or folded by the upsert), dead_lettered; lost = keys sent but not in the table;
   duplicate_keys = rows sharing a key (must be 0).
 - rows_per_s: rows written per second between the first and the last write; drain_s: how long after the
-  generator stopped the last row landed; kept_up: drain_s <= 5 s (one real-time batch). A sink that falls behind
-  shows a long drain, and its rows_per_s is then its capacity.
+  generator stopped the last row landed; kept_up: drain_s <= 5 s. A sink that falls behind shows a long drain, and
+  its rows_per_s is then its capacity. (The JVM writer's rows wait for no batch end; a Python writer's last rows can
+  wait for the end of the real-time batch, so at a long interval it does not keep up by this measure.)
 - e2e_p50/p95/p99_ms: per row, the time Postgres wrote it (clock_timestamp() in the upsert) minus the time the
   generator created it, both on this machine's clock; rows created in the warm-up are left out.
 """
@@ -29,10 +30,11 @@ from dataclasses import asdict, dataclass
 import psycopg2
 from psycopg2 import sql
 
-from rtm_lab import cli, jvm, lab, latency, loadgen, machine, sink_check, topics
+from rtm_lab import cli, jvm, lab, latency, loadgen, machine, plans, sink_check, topics
 from rtm_lab.errors import LabError
+from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import WaitTimeout, wait_until
-from snippets.guides.kafka_to_postgres import start_pipeline
+from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL, start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
@@ -54,6 +56,7 @@ class Scenario:
     warmup_s: float = 5.0
     linger_ms: float = 1.0
     writer: str = "python"  # or "jvm": snippets/jvm/rtmlab/PostgresUpsertWriter.java
+    interval: str = REAL_TIME_INTERVAL
 
     @property
     def name(self) -> str:
@@ -78,6 +81,11 @@ def slots_for(partitions: int, dedup: bool) -> int:
     return partitions * 2 if dedup else partitions
 
 
+def session_slots(runs: list[dict]) -> int:
+    """The slots of the one session a benchmark run uses: enough for its largest scenario."""
+    return max(slots_for(r["scenario"]["partitions"], r["scenario"]["dedup"]) for r in runs)
+
+
 def _create_schema(dsn: str, prefix: str) -> str:
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
@@ -92,11 +100,11 @@ def _drop_schema(dsn: str, name: str) -> None:
     conn.close()
 
 
-def _wait_for_first_batch(query, timeout_s: float = 120.0) -> None:
+def wait_until_reading(query, timeout_s: float = 120.0) -> None:
+    """Wait until the first real-time batch is planned and its tasks read Kafka: not until it ends, which at the
+    recommended interval is minutes away. Rows produced from then on are read as they arrive."""
     try:
-        wait_until(
-            lambda: query.lastProgress is not None, timeout_s, "the first real-time batch", abort=query.exception
-        )
+        plans.wait_for_real_time_scan(query, timeout_s)
     except Exception as exc:
         raise LabError(f"The query did not start: {exc}") from exc
 
@@ -120,8 +128,8 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
     checkpoint = tempfile.mkdtemp(prefix="rtm-sink-bench-")
     try:
         writer = jvm_postgres_writer(spark, config) if scenario.writer == "jvm" else PostgresSink(config)
-        query = start_pipeline(spark, bootstrap, topic, writer, checkpoint, scenario.dedup)
-        _wait_for_first_batch(query)
+        query = start_pipeline(spark, bootstrap, topic, writer, checkpoint, scenario.dedup, scenario.interval)
+        wait_until_reading(query)
         events = loadgen.EventMix(
             duplicate_pct=scenario.duplicate_pct, bad_pct=scenario.bad_pct, payload_bytes=scenario.payload_bytes
         )
@@ -153,13 +161,15 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
             raise LabError("The generator failed; see the error above.")
         stats = result["stats"]
         stopped_at = time.time()
+        # A Python writer's last rows can wait for the batch end: allow one interval on top.
+        drain_limit_s = max(60.0, scenario.seconds, interval_ms(scenario.interval) / 1000 + 30)
         found = sink_check.wait_for(
-            dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=max(60.0, scenario.seconds), query=query
+            dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=drain_limit_s, query=query
         )
         if query.exception() is not None:
             raise LabError(f"The query failed: {query.exception()}")
-        if scenario.dedup:
-            # Spark reports dropped rows when a real-time batch ends; the last one ends within one batch interval.
+        if scenario.dedup and interval_ms(scenario.interval) <= 15_000:
+            # Spark reports dropped rows when a real-time batch ends: worth waiting for only at a short interval.
             with contextlib.suppress(WaitTimeout):
                 wait_until(lambda: dropped_by_spark(query) >= events.duplicates, 15, "dropped-row metrics")
         samples = sink_check.e2e_latencies_ms(
@@ -217,6 +227,7 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
 
 MD_COLUMNS = [
     ("name", "run"),
+    ("interval", "real-time interval"),
     ("produced_rate", "produced rows/s"),
     ("rows_per_s", "written rows/s"),
     ("e2e_p50_ms", "E2E p50 ms"),
@@ -243,7 +254,8 @@ def markdown(result: dict) -> str:
     for run in result["runs"]:
         cells = []
         for key, _ in MD_COLUMNS:
-            value = run.get(key)
+            # Runs recorded before the interval was a setting ran at the then-fixed 5 seconds.
+            value = run["scenario"].get("interval", "5 seconds") if key == "interval" else run.get(key)
             if isinstance(value, bool):
                 cells.append("yes" if value else "no")
             elif isinstance(value, float):
@@ -259,7 +271,7 @@ def markdown(result: dict) -> str:
         f"{m['cpu_model']}, {m['os']} (1-minute load average {result['load_average_1m']['start']} at the start, "
         f"{result['load_average_1m']['end']} at the end); Spark {result['versions']['spark']}, Postgres {result['postgres_version']}, "
         f"sink flush at {result['runs'][0]['scenario']['max_rows']} rows or {result['runs'][0]['scenario']['dwell_ms']} ms; "
-        "`local[N]` with N = Kafka partitions (x2 with dedup). Writers: "
+        f"one Spark session `local[{session_slots(result['runs'])}]` for every run. Writers: "
         + "; ".join(f"{k} = {v}" for k, v in WRITERS.items())
         + ".",
     ]
@@ -272,7 +284,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rate", type=cli.positive_float, help="run one scenario at this many rows/s instead of the full set"
     )
     parser.add_argument("--dedup", action="store_true", help="with --rate: add dropDuplicates on the key")
-    parser.add_argument("--writer", choices=tuple(WRITERS), default="python", help="with --rate: which writer")
+    parser.add_argument(
+        "--writer", choices=tuple(WRITERS), help="only this writer's runs (with --rate: default jvm; else both)"
+    )
+    parser.add_argument(
+        "--rtm-interval",
+        type=cli.spark_interval,
+        default=REAL_TIME_INTERVAL,
+        help=f'the real-time batch interval (default "{REAL_TIME_INTERVAL}", Spark\'s recommendation)',
+    )
     parser.add_argument(
         "--seconds", type=cli.positive_float, help="production time per scenario (default 60, quick 10)"
     )
@@ -293,13 +313,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def scenarios(args: argparse.Namespace) -> list[Scenario]:
     if args.rate is not None:
-        chosen = [Scenario(rate=args.rate, seconds=60, dedup=args.dedup, writer=args.writer)]
+        chosen = [Scenario(rate=args.rate, seconds=60, dedup=args.dedup, writer=args.writer or "jvm")]
     elif args.dedup:
         raise LabError("--dedup needs --rate (the full set already includes a dedup run)")
     else:
         chosen = [Scenario(**asdict(s)) for s in (QUICK if args.quick else FULL)]
+        chosen = [s for s in chosen if args.writer in (None, s.writer)]
     for s in chosen:
-        s.partitions, s.max_rows, s.dwell_ms = args.partitions, args.max_rows, args.dwell_ms
+        s.partitions, s.max_rows, s.dwell_ms, s.interval = (
+            args.partitions,
+            args.max_rows,
+            args.dwell_ms,
+            args.rtm_interval,
+        )
         if args.payload_bytes is not None:
             s.payload_bytes = args.payload_bytes
         if args.seconds is not None:

@@ -11,6 +11,10 @@ from pathlib import Path
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig
 
+# The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
+# writer's rows released) within seconds.
+TEST_INTERVAL = "5 seconds"
+
 
 class FailOnceSink(PostgresSink):
     """Raises in process() on the first row whose key is `poison_key`, once per marker file: the retried task (or
@@ -70,7 +74,12 @@ def main() -> None:
     spark = spark_session("rtm-fault")
     config = SinkConfig(dsn=args.dsn, schema=args.schema, table="events", max_rows=200, max_dwell_ms=50)
     query = start_pipeline(
-        spark, args.bootstrap, args.topic, FailOnceSink(config, args.poison_key, args.marker), args.checkpoint
+        spark,
+        args.bootstrap,
+        args.topic,
+        FailOnceSink(config, args.poison_key, args.marker),
+        args.checkpoint,
+        real_time=TEST_INTERVAL,
     )
     found = sink_check.wait_for(
         args.dsn, args.schema, "events", args.rows, args.dead_letters, timeout_s=args.timeout, query=query

@@ -96,7 +96,7 @@ def markdown(report: dict) -> str:
         "",
         f"Measured {report['timestamp']} with `{report['command']}` on {machine['cores']} cores, "
         f"{machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}; Spark {report['versions']['spark']}, "
-        f'Kafka broker {report["versions"]["kafka_broker"]}, `local[{report["slots"]}]`, `realTime="{REAL_TIME_INTERVAL}"`, '
+        f'Kafka broker {report["versions"]["kafka_broker"]}, `local[{report["slots"]}]`, `realTime="{report.get("real_time_interval", "5 seconds")}"`, '
         f"{report['rate']} rows/s, 1-partition topics with LogAppendTime; 1-minute load average at start "
         f"{machine.get('load_average_1m_at_start', 'not recorded')}.",
         "",
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {**machine.describe(), "load_average_1m_at_start": load_at_start},
         "versions": machine.pinned_versions(),
         "slots": args.slots,
+        "real_time_interval": REAL_TIME_INTERVAL,
         "rate": args.rate,
         "results": results,
     }

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rtm_lab.errors import LabError, redact
+from rtm_lab.intervals import MIN_REAL_TIME_INTERVAL_MS, interval_ms
 
 USAGE_ERROR = 2
 
@@ -68,6 +69,17 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be an integer of at least 0, got {text!r}")
     return value
+
+
+def spark_interval(text: str) -> str:
+    """A real-time interval Spark accepts ("5 seconds", "5 minutes"), kept as the text Spark reads."""
+    try:
+        ms = interval_ms(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if ms < MIN_REAL_TIME_INTERVAL_MS:
+        raise argparse.ArgumentTypeError(f"{text!r} is under the 5 seconds Spark accepts for realTime")
+    return text
 
 
 def json_output(text: str) -> Path:

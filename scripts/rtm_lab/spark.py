@@ -13,6 +13,7 @@ from rtm_lab.java import check_java
 
 DEFAULT_SLOTS = 4
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+LOG4J_FILE_CONFIG = Path(__file__).with_name("log4j2-file.properties")
 
 
 def master_url(slots: int | None = None) -> str:
@@ -34,11 +35,14 @@ def session_jars(jvm_snippets: bool = False) -> str:
     return ",".join(str(p) for p in paths)
 
 
-def spark_session(app_name: str = "rtm", slots: int | None = None, conf: dict[str, str] | None = None):
+def spark_session(
+    app_name: str = "rtm", slots: int | None = None, conf: dict[str, str] | None = None, log_file: Path | None = None
+):
     """Return a SparkSession with Spark's Kafka connector, quiet logs and the running interpreter for workers.
 
     A session already running in this process is reused (Spark allows one per JVM); `conf` is then applied to it
-    where Spark allows runtime changes.
+    where Spark allows runtime changes. With `log_file`, Spark's warnings and errors go to that file instead of
+    stderr (a new session only: the JVM reads its logging set-up once).
     """
     check_java()
     # Workers must run the same interpreter (and venv) as the driver, or pickled functions fail to load.
@@ -47,6 +51,8 @@ def spark_session(app_name: str = "rtm", slots: int | None = None, conf: dict[st
     from pyspark.sql import SparkSession
 
     java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+    if log_file is not None:
+        java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J_FILE_CONFIG} -Drtm.spark.log={log_file}"
     builder = (
         SparkSession.builder.appName(app_name)
         .master(master_url(slots))

@@ -24,7 +24,7 @@ def main() -> None:
     parser.add_argument("--table", default="events", help="Postgres table to upsert into")
     parser.add_argument("--schema", default="public", help="Postgres schema of the table and the dead letters")
     parser.add_argument("--checkpoint", required=True, help="checkpoint folder, on storage every node can reach")
-    parser.add_argument("--interval", default="5 seconds", help="real-time checkpoint interval")
+    parser.add_argument("--interval", default="5 minutes", help="real-time batch interval (Spark recommends 5 minutes)")
     parser.add_argument("--dedup", action="store_true", help="drop duplicate keys (adds a shuffle: more slots)")
     parser.add_argument(
         "--writer",

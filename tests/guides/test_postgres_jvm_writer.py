@@ -12,11 +12,16 @@ from psycopg2 import sql
 from rtm_lab import loadgen, sink_check, topics
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.waiting import wait_until
-from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL, start_pipeline
+from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 from tests.guides.conftest import with_password
 from tests.guides.test_kafka_to_postgres import TABLE, assert_exact, produce
+
+# The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
+# writer's rows released) within seconds.
+TEST_INTERVAL = "5 seconds"
+
 
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
@@ -28,7 +33,9 @@ def test_jvm_writer_reconciles_bad_input_and_duplicates(spark, lab, kafka_topic,
     config = SinkConfig(dsn=lab.postgres_dsn, schema=pg_schema, table=TABLE, max_rows=200, max_dwell_ms=20)
     create_tables(config)
     query = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint)
+        start_pipeline(
+            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, real_time=TEST_INTERVAL
+        )
     )
     assert_exact(lab, pg_schema, events, query)
 
@@ -43,11 +50,23 @@ def test_jvm_writer_beats_python_writer_latency(spark, lab, kafka_topic, pg_sche
     for config in configs.values():
         create_tables(config)
     python_query = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(configs["py_events"]), str(tmp_path / "py"))
+        start_pipeline(
+            spark,
+            lab.kafka_bootstrap,
+            topic,
+            PostgresSink(configs["py_events"]),
+            str(tmp_path / "py"),
+            real_time=TEST_INTERVAL,
+        )
     )
     jvm_query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, configs["jvm_events"]), str(tmp_path / "jvm")
+            spark,
+            lab.kafka_bootstrap,
+            topic,
+            jvm_postgres_writer(spark, configs["jvm_events"]),
+            str(tmp_path / "jvm"),
+            real_time=TEST_INTERVAL,
         )
     )
     # Warm both up, then measure only what is produced after each has written something.
@@ -88,7 +107,9 @@ def test_jvm_writer_wrong_password_fails_at_once_without_printing_it(spark, lab,
     )
     produce(lab, topic, count=10)
     began = time.monotonic()
-    query = start_pipeline(spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint)
+    query = start_pipeline(
+        spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint, real_time=TEST_INTERVAL
+    )
     wait_until(lambda: not query.isActive, 120, "the query to fail")
     elapsed = time.monotonic() - began
     error = str(query.exception())
@@ -118,7 +139,9 @@ def test_jvm_writer_statement_timeout_cancels_a_blocked_flush_which_is_retried(
     )
     create_tables(config)
     query = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint)
+        start_pipeline(
+            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, real_time=TEST_INTERVAL
+        )
     )
     produce(lab, topic, count=1)  # key 0
     sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, 1, query=query)
@@ -137,7 +160,7 @@ def test_jvm_writer_statement_timeout_cancels_a_blocked_flush_which_is_retried(
             return len(backends) >= 3
 
         wait_until(writer_backends, 60, "the writer to reconnect after cancelled statements", abort=query.exception)
-        time.sleep(float(REAL_TIME_INTERVAL.split()[0]) + 1)  # the batch's end (and close()) falls in the hold
+        time.sleep(float(TEST_INTERVAL.split()[0]) + 1)  # the batch's end (and close()) falls in the hold
     finally:
         locker.rollback()
         locker.close()

@@ -7,7 +7,6 @@ import pytest
 from rtm_lab import plans, topics
 from rtm_lab.waiting import wait_until
 from snippets.reference.delivery_semantics import (
-    REAL_TIME_INTERVAL,
     foreach_output,
     latest_per_key,
     rows_committed,
@@ -17,6 +16,9 @@ from snippets.reference.delivery_semantics import (
 
 # Every test here runs Spark queries for many seconds (or a benchmark): not part of the fast loop.
 pytestmark = pytest.mark.slow
+
+# The minimum interval, not the recommended 5 minutes: these runs need batches to commit within seconds.
+SHORT = "5 seconds"
 
 
 def until(query, condition, what: str, timeout_s: float = 60.0):
@@ -37,7 +39,7 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     produce = lambda ids: topics.produce_json(lab.kafka_bootstrap, source, ({"id": i} for i in ids))  # noqa: E731
 
     # Run 1: rows A arrive, and the batches that read them commit (A may span two 5-second batches).
-    q1 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, REAL_TIME_INTERVAL))
+    q1 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, SHORT))
     until(q1, lambda: planned(q1), "the real-time scan")
     produce(range(0, 5))
     until(q1, lambda: len(sink_records(lab, sink, 5)) >= 5, "rows A in the sink")
@@ -53,7 +55,7 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     q2.stop()
 
     # Run 3: same checkpoint. B is read again (never committed); A is not. Wait for the batch holding B to commit.
-    q3 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, REAL_TIME_INTERVAL))
+    q3 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, SHORT))
     until(q3, lambda: len(sink_records(lab, sink, 15)) >= 15, "replayed rows")
     until(q3, lambda: rows_committed(checkpoint) == 10, "the replay's commit")
     q3.stop()
@@ -81,7 +83,7 @@ def test_python_foreach_gets_few_rows_before_the_interval_ends(
     produce = lambda ids: topics.produce_json(lab.kafka_bootstrap, source, ({"id": i} for i in ids))  # noqa: E731
     written = lambda: foreach_output(str(out))  # noqa: E731
 
-    q1 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, REAL_TIME_INTERVAL))
+    q1 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, SHORT))
     until(q1, lambda: planned(q1), "the real-time scan")
     produce(range(0, 5))
     until(q1, lambda: rows_committed(checkpoint) == 5 and len(written()) >= 5, "rows A written and committed")
@@ -98,7 +100,7 @@ def test_python_foreach_gets_few_rows_before_the_interval_ends(
     assert not delivered_by_stop, "stopping mid-interval flushed buffered rows to the writer"
     assert rows_committed(checkpoint) == 5
 
-    q3 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, REAL_TIME_INTERVAL))
+    q3 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, SHORT))
     until(q3, lambda: rows_committed(checkpoint) == 10 and len(written()) >= 10, "the replay's commit")
     q3.stop()
 

@@ -21,7 +21,8 @@ def test_three_latencies_measured_and_oss_progress_has_none(spark, lab, kafka_to
     sink = kafka_topic(partitions=2, configs=LOG_APPEND_TIME)
     # A backlog: rows already in Kafka when the query starts.
     produce_paced(lab.kafka_bootstrap, source, BACKLOG_ROWS, rate=1000)
-    query = stop_after(start_stamped_query(spark, lab.kafka_bootstrap, source, sink, checkpoint))
+    # The minimum interval, so a batch ends (and reports progress) within this test.
+    query = stop_after(start_stamped_query(spark, lab.kafka_bootstrap, source, sink, checkpoint, "5 seconds"))
     backlog = read_latencies(lab.kafka_bootstrap, sink, BACKLOG_ROWS, timeout_s=90)
     assert len(backlog) == BACKLOG_ROWS
     # Live rows: sent while the query runs, paced so they do not queue.
@@ -55,7 +56,7 @@ def test_three_latencies_measured_and_oss_progress_has_none(spark, lab, kafka_to
 def test_current_timestamp_is_fixed_for_the_whole_batch(spark, lab, kafka_topic, checkpoint, stop_after):
     source = kafka_topic(partitions=1, configs=LOG_APPEND_TIME)
     sink = kafka_topic(partitions=1, configs=LOG_APPEND_TIME)
-    query = stop_after(start_stamped_query(spark, lab.kafka_bootstrap, source, sink, checkpoint))
+    query = stop_after(start_stamped_query(spark, lab.kafka_bootstrap, source, sink, checkpoint, "5 seconds"))
     # One row first, so the query is surely reading; then four rows about 330 ms apart, which span less than one
     # real-time batch (5 s): at most two batches, so at least two of them share a batch.
     produce_paced(lab.kafka_bootstrap, source, 1, rate=1)

@@ -7,6 +7,7 @@ from probes.harness import session_confs
 from rtm_lab import plans, topics
 from snippets.reference.setup import (
     ALLOWLIST_CHECK,
+    ASYNC_PROGRESS_BY_DEFAULT,
     MIN_BATCH_DURATION,
     REAL_TIME_INTERVAL,
     default_real_time_interval_ms,
@@ -55,7 +56,8 @@ def test_py4j_trigger_gives_a_real_time_plan(spark, lab, kafka_topic, checkpoint
     query = stop_after(real_time_trigger(writer, spark, REAL_TIME_INTERVAL).start())
     assert plans.REAL_TIME_SCAN in plans.wait_for_real_time_scan(query)
     # The running query holds the JVM trigger object the py4j call built.
-    assert query._jsq.streamingQuery().trigger().toString() == "RealTimeTrigger(5000)"
+    assert REAL_TIME_INTERVAL == "5 minutes"
+    assert query._jsq.streamingQuery().trigger().toString() == "RealTimeTrigger(300000)"
 
 
 def test_default_real_time_interval_is_five_minutes(spark):
@@ -63,7 +65,11 @@ def test_default_real_time_interval_is_five_minutes(spark):
 
 
 def test_default_settings(spark):
-    assert real_time_settings(spark) == {MIN_BATCH_DURATION: "5000ms", ALLOWLIST_CHECK: "true"}
+    assert real_time_settings(spark) == {
+        MIN_BATCH_DURATION: "5000ms",
+        ALLOWLIST_CHECK: "true",
+        ASYNC_PROGRESS_BY_DEFAULT: "true",
+    }
     # This project's sessions set 2 shuffle partitions; Spark's own default is what a reader's session starts with.
     sql_conf = spark._jvm.org.apache.spark.sql.internal.SQLConf
     assert sql_conf.SHUFFLE_PARTITIONS().defaultValueString() == "200"
@@ -85,3 +91,43 @@ def test_lowering_min_batch_duration_admits_a_shorter_interval(spark, lab, kafka
             .start()
         )
         assert plans.REAL_TIME_SCAN in plans.wait_for_real_time_scan(query)
+
+
+def execution_kind(query) -> str:
+    """The engine class behind a running query: AsyncProgressTrackingMicroBatchExecution writes its offset and
+    commit logs off the query's thread; MicroBatchExecution writes them before and after each batch."""
+    return query._jsq.streamingQuery().getClass().getSimpleName()
+
+
+@pytest.mark.slow
+def test_stateless_real_time_queries_track_progress_asynchronously_by_default(
+    spark, lab, kafka_topic, tmp_path, stop_after
+):
+    source = kafka_topic()
+
+    def started(df, name: str, confs: dict[str, str] | None = None, **options: str):
+        with session_confs(spark, confs or {}):
+            writer = (
+                df.writeStream.format("kafka")
+                .option("kafka.bootstrap.servers", lab.kafka_bootstrap)
+                .option("topic", kafka_topic())
+                .option("checkpointLocation", str(tmp_path / name))
+                .outputMode("update")
+                .trigger(realTime="5 seconds")
+            )
+            for key, value in options.items():
+                writer = writer.option(key, value)
+            query = stop_after(writer.start())
+        plans.wait_for_real_time_scan(query)
+        kind = execution_kind(query)
+        query.stop()
+        return kind
+
+    events = kafka_events(spark, lab, source)
+    assert started(events, "stateless") == "AsyncProgressTrackingMicroBatchExecution"
+    assert started(events, "conf_off", {ASYNC_PROGRESS_BY_DEFAULT: "false"}) == "MicroBatchExecution"
+    # The writer option wins over the session default.
+    assert started(events, "option_off", asyncProgressTrackingEnabled="false") == "MicroBatchExecution"
+    # A stateful query keeps synchronous progress tracking.
+    deduped = events.dropDuplicates(["key"])
+    assert started(deduped, "stateful") == "MicroBatchExecution"
