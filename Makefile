@@ -22,7 +22,9 @@ setup: $(VENV)/.installed
 	$(PY) scripts/lab.py setup
 	scripts/setup_browser.sh
 
-demo: setup
+# The demo needs the lab, not the docs browser: setup without scripts/setup_browser.sh.
+demo: $(VENV)/.installed
+	$(PY) scripts/lab.py setup
 	$(PY) scripts/demo.py
 
 lint: $(VENV)/.installed

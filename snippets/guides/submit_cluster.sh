@@ -14,7 +14,6 @@ PYTHON=${PYTHON:-$(command -v python3)}
 SPARK_HOME=${SPARK_HOME:-$("$PYTHON" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')}
 # The Kafka connector as "Set up your own project" gives it, plus PgJDBC for the JVM writer, from Maven Central.
 PACKAGES=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0,org.postgresql:postgresql:42.7.14
-TOKEN_PROVIDER=https://repo1.maven.org/maven2/org/apache/spark/spark-token-provider-kafka-0-10_2.13/4.0.0/spark-token-provider-kafka-0-10_2.13-4.0.0.jar
 exec "$SPARK_HOME/bin/spark-submit" \
   --master "$MASTER" \
   --total-executor-cores 4 --executor-cores 2 --executor-memory 1g \
@@ -22,7 +21,6 @@ exec "$SPARK_HOME/bin/spark-submit" \
   --conf spark.sql.shuffle.partitions=2 \
   --conf spark.pyspark.python="$PYTHON" \
   --packages "$PACKAGES" \
-  --exclude-packages org.apache.spark:spark-token-provider-kafka-0-10_2.13 \
-  --jars "$TOKEN_PROVIDER,postgres-upsert-writer.jar" \
+  --jars postgres-upsert-writer.jar \
   --py-files kafka_to_postgres.py,postgres_sink.py,postgres_jvm_writer.py \
   submit_pipeline.py --topic "$TOPIC" --table events --schema "${SCHEMA:-public}" --checkpoint "$CHECKPOINT" --dedup --writer jvm
