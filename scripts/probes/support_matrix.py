@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from probes.harness import AT_START, RUNS, Outcome, Probe, at_run_time, at_start
+from probes.harness import AT_CALL, AT_START, RUNS, Outcome, Probe, at_run_time, at_start
 
 # ---- The cases -------------------------------------------------------------------------------------------------
 
@@ -358,7 +358,9 @@ TEST_PATH = "tests/reference/test_support_matrix.py::test_case"
 def _cell(outcome: Outcome) -> str:
     if outcome.kind == RUNS:
         return "✓ runs"
-    where = "at `start()`" if outcome.kind == AT_START else "at run time (`q.exception()`)"
+    where = {AT_CALL: "at the call, before `start()`", AT_START: "at `start()`"}.get(
+        outcome.kind, "at run time (`q.exception()`)"
+    )
     named = f" (names `{outcome.detail}`)" if outcome.detail else ""
     return f"✗ fails {where}: `{outcome.error}`{named}"
 
