@@ -112,3 +112,55 @@ def test_tasks_stay_running_for_the_interval_and_the_batch_commits_when_they_end
         f"\nstages (id: seconds alive) {[(i, round(s.last_s - s.first_s, 1)) for i, s in ordered]}, "
         f"commits {sorted(commits)}, {len(out)} rows"
     )
+
+
+def _kafka_copy(spark, bootstrap: str, source: str, sink: str, checkpoint: str, dedup: bool = False):
+    from snippets.reference.errors import read_events, to_kafka
+
+    events = read_events(spark, bootstrap, source)
+    return to_kafka(events.dropDuplicates(["id"]) if dedup else events, bootstrap, sink, checkpoint)
+
+
+def test_aqe_is_off_in_a_real_time_plan(spark, lab, kafka_topic, checkpoint, stop_after):
+    """Adaptive query execution is on by default for batch queries; Spark turns it off for streaming queries, real-time
+    ones included: the executed plan of a real-time query with a shuffle has no AdaptiveSparkPlan node."""
+    from rtm_lab import plans
+
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    writer = _kafka_copy(spark, lab.kafka_bootstrap, kafka_topic(), kafka_topic(), checkpoint, dedup=True)
+    query = stop_after(writer.outputMode("update").trigger(realTime=f"{INTERVAL_S} seconds").start())
+    plan = plans.wait_for_real_time_scan(query, timeout_s=90)
+    assert "Exchange" in plan and "AdaptiveSparkPlan" not in plan, plan
+    batch = spark.range(10).selectExpr("id % 2 AS k").groupBy("k").count()
+    assert "AdaptiveSparkPlan" in batch._jdf.queryExecution().executedPlan().toString()  # the batch default
+
+
+def test_legacy_continuous_processing_is_a_different_trigger(spark, lab, kafka_topic, checkpoint, stop_after):
+    """Continuous processing (Spark 2.3's experimental `trigger(continuous=...)`) still exists beside real-time mode:
+    a stateless Kafka to Kafka copy runs under it, but a stateful operator such as dropDuplicates, which real-time
+    mode 4.3 runs, is refused at start()."""
+    from rtm_lab import plans
+    from snippets.reference.errors import error_class
+
+    source, sink = kafka_topic(), kafka_topic()
+    query = stop_after(
+        _kafka_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint).trigger(continuous="1 second").start()
+    )
+    deadline = time.monotonic() + 90
+    while "ContinuousScan" not in plans.executed_plan(query) and time.monotonic() < deadline:
+        assert query.exception() is None
+        time.sleep(0.5)
+    produce_paced(lab.kafka_bootstrap, source, 5, rate=50)
+    assert len(read_latencies_or_values(lab.kafka_bootstrap, sink, 5)) == 5
+    assert "RealTimeStreamScan" not in plans.executed_plan(query)
+    query.stop()
+    stateful = _kafka_copy(spark, lab.kafka_bootstrap, kafka_topic(), kafka_topic(), checkpoint + "-2", dedup=True)
+    with pytest.raises(Exception) as refused:
+        stop_after(stateful.outputMode("update").trigger(continuous="1 second").start())
+    assert "Continuous processing does not support" in str(refused.value), error_class(refused.value)
+
+
+def read_latencies_or_values(bootstrap: str, topic: str, expected: int) -> list:
+    from rtm_lab import topics
+
+    return topics.read_all(bootstrap, topic, expected=expected, timeout_s=60)
