@@ -150,6 +150,7 @@ def test_legacy_continuous_processing_is_a_different_trigger(spark, lab, kafka_t
     while "ContinuousScan" not in plans.executed_plan(query) and time.monotonic() < deadline:
         assert query.exception() is None
         time.sleep(0.5)
+    assert "ContinuousScan" in plans.executed_plan(query)
     produce_paced(lab.kafka_bootstrap, source, 5, rate=50)
     assert len(read_latencies_or_values(lab.kafka_bootstrap, sink, 5)) == 5
     assert "RealTimeStreamScan" not in plans.executed_plan(query)
