@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
+import verified_by
 
 from rtm_lab import lab as lab_module
 from rtm_lab import topics
@@ -85,3 +86,38 @@ def stop_after(request) -> Callable:
     queries = []
     request.addfinalizer(lambda: [q.stop() for q in queries if q.isActive])
     return lambda query: queries.append(query) or query
+
+
+# The pages' "Verified by" references, checked against the run (see tests/verified_by.py).
+_outcomes: dict[str, str] = {}
+_collected: list[str] = []
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    _collected.extend(item.nodeid for item in items)
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.skipped:
+        _outcomes[report.nodeid] = verified_by.SKIPPED
+    elif report.failed:
+        _outcomes[report.nodeid] = verified_by.FAILED
+    elif report.when == "call" and _outcomes.get(report.nodeid) is None:
+        _outcomes[report.nodeid] = verified_by.PASSED
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    config = session.config
+    full = verified_by.is_full_run(
+        list(config.args), config.rootpath, config.option.markexpr or "", config.option.keyword or ""
+    )
+    if not full or config.option.collectonly or not _collected or exitstatus not in (0, 1):
+        return
+    lines = verified_by.problems(verified_by.references(), _outcomes, _collected)
+    if lines:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        say = reporter.write_line if reporter else print
+        say(f"\n{len(lines)} page reference(s) to tests that do not back them (tests/verified_by.py):")
+        for line in lines:
+            say(f"  {line}")
+        session.exitstatus = 1

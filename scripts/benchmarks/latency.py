@@ -31,7 +31,7 @@ MODES = ("microbatch_500ms", "microbatch_0", "microbatch_async", "realtime")
 TRIGGERS = {
     "microbatch_500ms": 'processingTime="500 milliseconds"',
     "microbatch_0": 'processingTime="0 seconds" (no interval)',
-    "microbatch_async": 'processingTime="0 seconds", asyncProgressTrackingEnabled, async log purge',
+    "microbatch_async": 'processingTime="0 seconds", asyncProgressTrackingEnabled',
     "realtime": 'realTime="{rtm_interval}"',
 }
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
@@ -200,8 +200,6 @@ def run_mode(
     source = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-in"), PARTITIONS, LOG_APPEND_TIME)
     sink = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-out"), PARTITIONS, LOG_APPEND_TIME)
     conf = dict(pipeline.conf)
-    if mode == "microbatch_async":
-        conf["spark.sql.streaming.asyncLogPurge.enabled"] = "true"
     if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
         from benchmarks import spark_ui
 

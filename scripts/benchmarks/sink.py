@@ -81,11 +81,6 @@ def slots_for(partitions: int, dedup: bool) -> int:
     return partitions * 2 if dedup else partitions
 
 
-def session_slots(runs: list[dict]) -> int:
-    """The slots of the one session a benchmark run uses: enough for its largest scenario."""
-    return max(slots_for(r["scenario"]["partitions"], r["scenario"]["dedup"]) for r in runs)
-
-
 def _create_schema(dsn: str, prefix: str) -> str:
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
@@ -266,6 +261,13 @@ MD_COLUMNS = [
 ]
 
 
+def _session_slots(result: dict) -> int:
+    """The slots of the one session main() ran every scenario in: what it recorded, or what it computed then."""
+    if "spark_master" in result:
+        return int(result["spark_master"].removeprefix("local[").removesuffix("]"))
+    return max(slots_for(r["scenario"]["partitions"], r["scenario"]["dedup"]) for r in result["runs"])
+
+
 def markdown(result: dict) -> str:
     m = result["machine"]
     lines = [
@@ -291,11 +293,11 @@ def markdown(result: dict) -> str:
         "",
         f"Measured {result['timestamp']} with `{result['command']}` on {m['cores']} cores, {m['memory_gib']} GiB, "
         f"{m['cpu_model']}, {m['os']} (1-minute load average {result['load_average_1m']['start']} at the start, "
-        f"{result['load_average_1m']['end']} at the end); Spark {result['versions']['spark']}, Postgres {result['postgres_version']}, "
+        f"{result['load_average_1m']['end']} at the end); Spark {result['versions']['spark']} with the Kafka connector "
+        f"{result['versions'].get('spark_kafka_connector', '?')}, Postgres {result['postgres_version']}, "
         f"sink flush at {result['runs'][0]['scenario']['max_rows']} rows or {result['runs'][0]['scenario']['dwell_ms']} ms; "
-        f"one Spark session `local[{session_slots(result['runs'])}]` for every run. Writers: "
-        + "; ".join(f"{k} = {v}" for k, v in WRITERS.items())
-        + ".",
+        f"one Spark session for every run, `local[{_session_slots(result)}]` (the most any run needs: Kafka "
+        "partitions, x2 with dedup). Writers: " + "; ".join(f"{k} = {v}" for k, v in WRITERS.items()) + ".",
     ]
     return "\n".join(lines) + "\n"
 
@@ -400,6 +402,7 @@ def main(args: argparse.Namespace, command: str) -> int:
             "machine": machine.describe(),
             "versions": machine.pinned_versions(),
             "postgres_version": _postgres_version(state.postgres_dsn),
+            "spark_master": f"local[{slots}]",  # one session, sized for the largest scenario, ran every scenario
             # Other processes on the machine skew every figure; the load shows whether the run had it to itself.
             "load_average_1m": {"start": load_at_start, "end": round(os.getloadavg()[0], 2)},
             "runs": runs,

@@ -16,13 +16,27 @@ from snippets.guides.postgres_sink import PostgresSink, SinkConfig
 TEST_INTERVAL = "5 seconds"
 
 
+def _append(path: str, line: str) -> None:
+    with open(path, "a") as out:
+        out.write(line + "\n")
+
+
 class FailOnceSink(PostgresSink):
     """Raises in process() on the first row whose key is `poison_key`, once per marker file: the retried task (or
-    a restarted query) then goes through."""
+    a restarted query) then goes through. Every open() is logged to `<marker>.opens` as `partition epoch attempt`
+    (Spark's TaskContext), so a test can tell a task retry (same epoch, attempt 1) from a restarted batch."""
 
     def __init__(self, config, poison_key: int, marker: str):
         super().__init__(config)
         self.poison_key, self.marker = poison_key, marker
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        attempt = context.attemptNumber() if context is not None else -1
+        _append(self.marker + ".opens", f"{partition_id} {epoch_id} {attempt}")
+        return super().open(partition_id, epoch_id)
 
     def process(self, row) -> None:
         if row["id"] == self.poison_key and not os.path.exists(self.marker):
@@ -32,29 +46,47 @@ class FailOnceSink(PostgresSink):
 
 
 class RecordingSink(PostgresSink):
-    """A PostgresSink that appends one line per open() and close() call to `log_path` (partition, epoch, rows seen,
-    error), so a test can check how Spark drives a foreach writer under a real query."""
+    """A PostgresSink that appends one line per open() and close() call to `log_path`, so a test can check how Spark
+    drives a foreach writer under a real query:
 
-    def __init__(self, config, log_path: str):
+        open  partition epoch backend_pid
+        close partition epoch rows_seen error_type backend_pid committed_at_close
+
+    backend_pid is the Postgres connection's `pg_backend_pid()` (one connection per task and batch when open and
+    close agree); committed_at_close says whether the checkpoint's `commits/<epoch>` file already existed when
+    close() was called (given `checkpoint`)."""
+
+    def __init__(self, config, log_path: str, checkpoint: str | None = None):
         super().__init__(config)
-        self.log_path = log_path
+        self.log_path, self.checkpoint = log_path, checkpoint
 
     def open(self, partition_id: int, epoch_id: int) -> bool:
         self.seen = 0
-        self._record(f"open {partition_id} {epoch_id}")
-        return super().open(partition_id, epoch_id)
+        opened = super().open(partition_id, epoch_id)
+        self._record(f"open {partition_id} {epoch_id} {self._backend_pid()}")
+        return opened
 
     def process(self, row) -> None:
         self.seen += 1
         super().process(row)
 
     def close(self, error) -> None:
-        self._record(f"close {self.partition_id} {self.epoch_id} {self.seen} {type(error).__name__}")
+        committed = self.checkpoint is not None and os.path.exists(
+            os.path.join(self.checkpoint, "commits", str(self.epoch_id))
+        )
+        self._record(
+            f"close {self.partition_id} {self.epoch_id} {self.seen} {type(error).__name__} "
+            f"{self._backend_pid()} {int(committed)}"
+        )
         super().close(error)
 
+    def _backend_pid(self) -> int:
+        if getattr(self, "conn", None) is None:
+            return -1
+        return self.conn.get_backend_pid()
+
     def _record(self, line: str) -> None:
-        with open(self.log_path, "a") as out:
-            out.write(line + "\n")
+        _append(self.log_path, line)
 
 
 def main() -> None:
@@ -66,21 +98,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, required=True)
     parser.add_argument("--dead-letters", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=90)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark conf; repeatable")
     args = parser.parse_args()
+    confs = dict(item.split("=", 1) for item in args.conf)
 
     from rtm_lab import sink_check
     from rtm_lab.spark import spark_session
 
-    spark = spark_session("rtm-fault")
+    spark = spark_session("rtm-fault", conf=confs)
     config = SinkConfig(dsn=args.dsn, schema=args.schema, table="events", max_rows=200, max_dwell_ms=50)
-    query = start_pipeline(
-        spark,
-        args.bootstrap,
-        args.topic,
-        FailOnceSink(config, args.poison_key, args.marker),
-        args.checkpoint,
-        real_time=TEST_INTERVAL,
-    )
+    sink = FailOnceSink(config, args.poison_key, args.marker)
+    query = start_pipeline(spark, args.bootstrap, args.topic, sink, args.checkpoint, real_time=TEST_INTERVAL)
     found = sink_check.wait_for(
         args.dsn, args.schema, "events", args.rows, args.dead_letters, timeout_s=args.timeout, query=query
     )

@@ -1,9 +1,11 @@
-"""Run a query in real-time mode and record what Spark did with it: runs, fails at `start()`, or fails at run time.
+"""Run a query in real-time mode and record what Spark did with it: runs, fails at the client call that builds it
+(PySpark refuses an argument before `start()`), fails at `start()`, or fails at run time.
 
 A case is a function `start(probe) -> StreamingQuery`; `Probe` hands it fresh Kafka topics and a checkpoint folder,
 `probe()` starts it, feeds rows once the real-time scan is planned, and returns the `Outcome` as soon as it is known.
 """
 
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,13 +24,14 @@ from snippets.reference.errors import error_class, settings_restored
 PROBE_INTERVAL = "5 seconds"
 
 RUNS = "runs"
+AT_CALL = "fails at the call"  # PySpark itself refuses an argument (e.g. in `trigger()`), before start()
 AT_START = "fails at start()"
 AT_RUN_TIME = "fails at run time"
 
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str  # RUNS, AT_START or AT_RUN_TIME
+    kind: str  # RUNS, AT_CALL, AT_START or AT_RUN_TIME
     error: str | None = None  # the error class Spark names, or the JVM exception class when it names none
     detail: str = field(default="", compare=False)  # expected: a phrase the message must contain (what it names)
     message: str = field(default="", compare=False)  # observed: the full message
@@ -121,6 +124,17 @@ class Probe:
             topics.delete_topic(self.bootstrap, name)
 
 
+def _moment(exc: BaseException) -> str:
+    """AT_START when the exception went through `DataStreamWriter.start()` (or `toTable()`), else AT_CALL: a
+    builder call such as `trigger()` raised it before the query was started."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    started = any(
+        f.name in ("start", "toTable") and f.filename.endswith(("streaming/readwriter.py", "streaming\\readwriter.py"))
+        for f in frames
+    )
+    return AT_START if started else AT_CALL
+
+
 def _real_time_scan_planned(query: StreamingQuery) -> bool:
     try:
         return plans.REAL_TIME_SCAN in plans.executed_plan(query)
@@ -133,7 +147,7 @@ def probe(start: Callable[[Probe], StreamingQuery], probe_: Probe, timeout_s: fl
     try:
         query = start(probe_)
     except Exception as exc:
-        return Outcome(AT_START, error_class(exc), message=str(exc))
+        return Outcome(_moment(exc), error_class(exc), message=str(exc))
     fed = False
 
     def settled() -> Outcome | None:

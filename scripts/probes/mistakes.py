@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.streaming import StreamingQuery
 
-from probes.harness import AT_RUN_TIME, AT_START, Outcome, Probe
+from probes.harness import AT_CALL, AT_RUN_TIME, AT_START, Outcome, Probe
 from snippets.reference import errors
 
 MistakeQuery = Callable[..., StreamingQuery]  # (spark, bootstrap, source, sink, checkpoint) -> StreamingQuery
@@ -40,7 +40,7 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "trigger(realTime=True)",
         errors.boolean_trigger,
-        Outcome(AT_START, "VALUE_NOT_NON_EMPTY_STR", "Value for `realTime` must be a non-empty string, got 'True'"),
+        Outcome(AT_CALL, "VALUE_NOT_NON_EMPTY_STR", "Value for `realTime` must be a non-empty string, got 'True'"),
         'Pass the batch duration: `trigger(realTime="5 seconds")`.',
     ),
     Mistake(
@@ -121,6 +121,13 @@ MISTAKES: list[Mistake] = [
     ),
 ]
 
+# The three moments a failure can surface, as the table names them.
+WHERE = {
+    AT_CALL: "the call (`trigger()`), before `start()`",
+    AT_START: "`start()`",
+    AT_RUN_TIME: "run time (`q.exception()`)",
+}
+
 TEST_PATH = "tests/reference/test_errors.py::test_mistake_fails_as_documented"
 
 
@@ -131,7 +138,7 @@ def table_rows(mistakes: list[Mistake] = MISTAKES) -> tuple[list[str], list[list
     header = ["Mistake", f"Spark {SPARK_VERSION} says", "Where", "Message contains", "Fix", "Test"]
     rows = []
     for m in mistakes:
-        where = "`start()`" if m.expected.kind == AT_START else "run time (`q.exception()`)"
+        where = WHERE[m.expected.kind]
         rows.append(
             [m.title, f"`{m.expected.error}`", where, f"`` {m.expected.detail} ``", m.fix, f"`{TEST_PATH}[{m.id}]`"]
         )

@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from probes.harness import AT_START, RUNS, Outcome, Probe, at_run_time, at_start
+from probes.harness import AT_CALL, AT_START, RUNS, Outcome, Probe, at_run_time, at_start
 
 # ---- The cases -------------------------------------------------------------------------------------------------
 
@@ -234,6 +234,54 @@ def _pandas_udf(p: Probe) -> StreamingQuery:
     return p.to_kafka(parsed(p.kafka()).select("id", shout("k").alias("k")))
 
 
+def _sort_merge_join(p: Probe) -> StreamingQuery:
+    names = p.spark.createDataFrame([("k0", "even"), ("k1", "odd")], "k STRING, parity STRING")
+    return p.to_kafka(parsed(p.kafka()).join(names.hint("merge"), "k"))
+
+
+def _repartition_by_range(p: Probe) -> StreamingQuery:
+    return p.to_kafka(parsed(p.kafka()).repartitionByRange(2, "id"))
+
+
+def _map_in_pandas(p: Probe) -> StreamingQuery:
+    def same(batches):
+        yield from batches
+
+    return p.to_kafka(parsed(p.kafka()).select("id", "k").mapInPandas(same, "id LONG, k STRING"))
+
+
+def _map_in_arrow(p: Probe) -> StreamingQuery:
+    def same(batches):
+        yield from batches
+
+    return p.to_kafka(parsed(p.kafka()).select("id", "k").mapInArrow(same, "id LONG, k STRING"))
+
+
+def _limit(p: Probe) -> StreamingQuery:
+    return p.to_kafka(parsed(p.kafka()).limit(100))
+
+
+def _sort(p: Probe) -> StreamingQuery:
+    return p.to_kafka(parsed(p.kafka()).sort("id"))
+
+
+def _apply_in_pandas_with_state(p: Probe) -> StreamingQuery:
+    import pandas as pd
+
+    def count(key, batches, state):
+        n = (state.get[0] if state.exists else 0) + sum(len(b) for b in batches)
+        state.update((n,))
+        yield pd.DataFrame({"k": [key[0]], "n": [n]})
+
+    counted = (
+        parsed(p.kafka())
+        .select("k", "id")
+        .groupBy("k")
+        .applyInPandasWithState(count, "k STRING, n LONG", "n LONG", "Update", "NoTimeout")
+    )
+    return p.to_kafka(counted)
+
+
 def _kafka_to_kafka(p: Probe) -> StreamingQuery:
     return p.to_kafka(parsed(p.kafka()))
 
@@ -245,6 +293,7 @@ def _console(p: Probe) -> StreamingQuery:
 NOT_IN_ALLOWLIST = "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"
 INPUT_NOT_SUPPORTED = "STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED"
 DBX_NOT_LISTED = "not listed"
+DBX_NOT_CHECKED = "not checked"  # added after the Databricks pages were read; see the page's note
 
 
 CASES: list[Case] = [
@@ -295,6 +344,22 @@ CASES: list[Case] = [
         "not supported",
     ),
     Case("Operator", "broadcast stream-static join", _broadcast_join, Outcome(RUNS), "supported"),
+    Case(
+        "Operator",
+        "stream-static join without broadcast (sort-merge)",
+        _sort_merge_join,
+        at_run_time(NOT_IN_ALLOWLIST, "SortExec"),
+        DBX_NOT_CHECKED,
+    ),
+    Case(
+        "Operator",
+        "repartitionByRange",
+        _repartition_by_range,
+        at_run_time(NOT_IN_ALLOWLIST, "ShuffleExchangeExec"),
+        DBX_NOT_CHECKED,
+    ),
+    Case("Operator", "limit", _limit, at_start("_LEGACY_ERROR_TEMP_3102", "Limits are not supported"), DBX_NOT_CHECKED),
+    Case("Operator", "sort", _sort, at_start("_LEGACY_ERROR_TEMP_3102", "Sorting is not supported"), DBX_NOT_CHECKED),
     Case("Operator", "groupBy aggregation", _aggregation, Outcome(RUNS), "supported"),
     Case("Operator", "windowed aggregation", _window, Outcome(RUNS), "supported (tumbling, sliding)"),
     Case("Operator", "dropDuplicates", _drop_duplicates, Outcome(RUNS), "supported (state is unbounded)"),
@@ -347,6 +412,15 @@ CASES: list[Case] = [
         at_run_time(NOT_IN_ALLOWLIST, "ArrowEvalPythonExec"),
         "supported (with some limitations)",
     ),
+    Case("Operator", "mapInPandas", _map_in_pandas, at_run_time(NOT_IN_ALLOWLIST, "MapInPandasExec"), DBX_NOT_CHECKED),
+    Case("Operator", "mapInArrow", _map_in_arrow, at_run_time(NOT_IN_ALLOWLIST, "MapInArrowExec"), DBX_NOT_CHECKED),
+    Case(
+        "Operator",
+        "applyInPandasWithState (Python flatMapGroupsWithState)",
+        _apply_in_pandas_with_state,
+        at_run_time(NOT_IN_ALLOWLIST, "SortExec"),
+        DBX_NOT_CHECKED,
+    ),
 ]
 
 
@@ -358,7 +432,9 @@ TEST_PATH = "tests/reference/test_support_matrix.py::test_case"
 def _cell(outcome: Outcome) -> str:
     if outcome.kind == RUNS:
         return "✓ runs"
-    where = "at `start()`" if outcome.kind == AT_START else "at run time (`q.exception()`)"
+    where = {AT_CALL: "at the call, before `start()`", AT_START: "at `start()`"}.get(
+        outcome.kind, "at run time (`q.exception()`)"
+    )
     named = f" (names `{outcome.detail}`)" if outcome.detail else ""
     return f"✗ fails {where}: `{outcome.error}`{named}"
 

@@ -27,7 +27,7 @@ def low_latency_kafka_source(spark: SparkSession, bootstrap: str, topic: str, **
         .option("kafka.fetch.min.bytes", "1")
         .option("kafka.fetch.max.wait.ms", "50")
     )
-    for key, value in kafka_settings.items():  # e.g. {"kafka.fetch.max.wait.ms": "10"}
+    for key, value in kafka_settings.items():  # e.g. {"kafka.fetch.max.wait.ms": "500"} to compare
         reader = reader.option(key, value)
     return reader.load()
 

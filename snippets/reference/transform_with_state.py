@@ -33,8 +33,9 @@ class CallRecorder(StatefulProcessor):
     """Emits one row per `handleInputRows` call, so the output shows how Spark grouped the input into calls."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        # State that is not read again within an hour is dropped: without a TTL (or timers that clear it), state
-        # for keys that stop arriving lives forever, and a long-running real-time query accumulates all of it.
+        # State not updated for an hour is dropped (each update resets the TTL): without a TTL (or timers that
+        # clear it), state for keys that stop arriving lives forever, and a long-running real-time query
+        # accumulates all of it.
         self.total = handle.getValueState(
             "rows_so_far", StructType([StructField("n", LongType())]), ttlDurationMs=3_600_000
         )

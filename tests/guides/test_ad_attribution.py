@@ -42,8 +42,8 @@ def state_rows(query) -> int:
     return sum(op.get("numRowsTotal", 0) for op in progress.get("stateOperators", []))
 
 
-def outputs(bootstrap: str, sink: str, expected: int) -> list[tuple]:
-    records = topics.read_all(bootstrap, sink, expected=expected, timeout_s=60)
+def outputs(bootstrap: str, sink: str, expected: int, timeout_s: float = 60) -> list[tuple]:
+    records = topics.read_all(bootstrap, sink, expected=expected, timeout_s=timeout_s)
     rows = [json.loads(r.value) for r in records]
     return sorted((row["session_id"], row["outcome"], row["id"], row.get("request_id")) for row in rows)
 
@@ -83,6 +83,17 @@ def test_pairs_late_requests_orphans_and_bounded_state(spark, lab, kafka_topic, 
     # Every timer has fired and cleared its session: nothing stays in the state store.
     wait_until(lambda: state_rows(query) == 0, query, timeout_s=30, what="state to empty")
     assert query.exception() is None
+    # With the state empty no more output can come: the sink holds exactly these rows, so the late request was
+    # neither matched to the expired ack nor emitted twice (one more than expected is asked for, to see an extra).
+    assert outputs(bootstrap, sink, expected=8, timeout_s=10) == [
+        ("s-both", "matched", 2, 1),
+        ("s-both", "matched", 3, 1),
+        ("s-late", "matched", 4, 7),
+        ("s-orphan", "orphan_ack", 6, None),
+        ("s-orphan", "unacked_request", 8, 8),
+        ("s-unacked", "unacked_request", 5, 5),
+        ("s-warm", "unacked_request", 0, 0),
+    ]
 
 
 def test_real_time_mode_rejects_python_transform_with_state(spark, lab, kafka_topic, checkpoint, stop_after):

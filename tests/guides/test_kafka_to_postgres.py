@@ -7,6 +7,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 import psycopg2
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from benchmarks.sink import dropped_by_spark
 from probes.faults import RecordingSink
 from rtm_lab import lab as lab_module
-from rtm_lab import loadgen, postgres, sink_check
+from rtm_lab import loadgen, postgres, sink_check, standalone
 from rtm_lab.paths import state_dir
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
@@ -160,59 +161,94 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_s
     assert_exact(lab, pg_schema, events, query)
 
 
-def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, tmp_path):
-    topic = kafka_topic(partitions=2)
-    make_sink(lab, pg_schema)
+def run_fail_once(lab, topic: str, schema: str, folder: Path, master: str, *confs: str) -> list[tuple[int, ...]]:
+    """Run the pipeline in its own process with a writer that fails one task once (probes.faults) on `master`; assert
+    nothing was lost; return the opens of the task that failed as (partition, epoch, attempt)."""
+    make_sink(lab, schema)
     events = produce(lab, topic, count=1000, duplicate_pct=10, bad_pct=2)
     poison = sorted(events.keys)[len(events.keys) // 2]
-    marker = tmp_path / "failed-once"
-    # local[4, 2]: 4 slots, and a task may fail twice before the job fails (local mode allows no retry by default).
-    env = dict(os.environ, SPARK_MASTER="local[4,2]")
+    marker = folder / "failed-once"
+    env = dict(os.environ, SPARK_MASTER=master)
     run = subprocess.run(
         [
             *(sys.executable, "-m", "probes.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
-            *("--dsn", lab.postgres_dsn, "--schema", pg_schema, "--checkpoint", str(tmp_path / "checkpoint")),
+            *("--dsn", lab.postgres_dsn, "--schema", schema, "--checkpoint", str(folder / "checkpoint")),
             *("--marker", str(marker), "--poison-key", str(poison)),
             *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),
+            *(arg for conf in confs for arg in ("--conf", conf)),
         ],
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
     )
     assert marker.exists(), "the injected failure never fired"
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
-    found = sink_check.counts(lab.postgres_dsn, pg_schema, TABLE)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]  # 0: the query had no error
+    found = sink_check.counts(lab.postgres_dsn, schema, TABLE)
     assert found.distinct_keys == len(events.keys) and found.duplicate_keys == 0
-    assert set(sink_check.keys(lab.postgres_dsn, pg_schema, TABLE)) == events.keys
+    assert set(sink_check.keys(lab.postgres_dsn, schema, TABLE)) == events.keys
     assert found.dead_letters == events.bad
+    failed = marker.read_text().split()  # "failed partition P epoch E"
+    partition, epoch = int(failed[2]), int(failed[4])
+    opens = [tuple(int(x) for x in line.split()) for line in Path(f"{marker}.opens").read_text().splitlines()]
+    return [o for o in opens if o[:2] == (partition, epoch)]
+
+
+def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, tmp_path):
+    """Under real-time mode Spark 4.3.0 retries a failed task when spark.task.maxFailures allows it: the same
+    partition and real-time batch is opened again as attempt 1, the query has no error and nothing is lost."""
+    # local[4, 2]: 4 slots, and a task may fail twice before the job fails (local mode allows no retry by default).
+    task_opens = run_fail_once(lab, kafka_topic(partitions=2), pg_schema, tmp_path, "local[4,2]")
+    assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
+
+
+@pytest.mark.lab
+def test_failed_task_is_retried_on_a_standalone_cluster(lab, kafka_topic, pg_schema, tmp_path):
+    """The same on a loopback standalone cluster (two workers, 2 cores each) with spark.task.maxFailures=2."""
+    with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path / "cluster") as cluster:
+        task_opens = run_fail_once(
+            lab,
+            kafka_topic(partitions=2),
+            pg_schema,
+            tmp_path,
+            cluster.master_url,
+            "spark.task.maxFailures=2",
+            f"spark.driver.host={standalone.HOST}",
+        )
+    assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
 
 
 def test_spark_opens_and_closes_the_writer_once_per_task_and_real_time_batch(
     spark, lab, kafka_topic, pg_schema, checkpoint, tmp_path, stop_after
 ):
-    """What the page says about the lifecycle: per task and real-time batch one open(), the rows, one close(None)
-    when the batch ends; every row goes through process() once when nothing fails."""
+    """What the page says about the lifecycle, under a real real-time query: per task and real-time batch one open(),
+    the rows, one close(None) when the batch ends; one Postgres connection per task, held from open() to close();
+    the batch's offsets are committed only after close() returned; every row goes through process() once."""
     topic = kafka_topic(partitions=2)
     config = make_sink(lab, pg_schema)
     calls = tmp_path / "calls.log"
     events = produce(lab, topic, count=300)
-    query = stop_after(
-        start_pipeline(
-            spark, lab.kafka_bootstrap, topic, RecordingSink(config, str(calls)), checkpoint, real_time=TEST_INTERVAL
-        )
-    )
+    sink = RecordingSink(config, str(calls), checkpoint)
+    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, topic, sink, checkpoint, real_time=TEST_INTERVAL))
     sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, len(events.keys), timeout_s=90, query=query)
     wait_until(lambda: len(query.recentProgress) >= 3, 60, "three finished real-time batches", abort=query.exception)
     query.stop()
     finished = {p["batchId"] for p in query.recentProgress}
     lines = [line.split() for line in calls.read_text().splitlines()]
     opens = Counter((int(p), int(e)) for kind, p, e, *_ in lines if kind == "open")
+    open_pid = {(int(p), int(e)): int(pid) for kind, p, e, pid in (ln for ln in lines if ln[0] == "open")}
     closes = [
-        (int(p), int(e), int(seen), error) for kind, p, e, seen, error in (ln for ln in lines if ln[0] == "close")
+        (int(p), int(e), int(seen), error, int(pid), committed)
+        for kind, p, e, seen, error, pid, committed in (ln for ln in lines if ln[0] == "close")
     ]
     for epoch in finished:
         assert {p: n for (p, e), n in opens.items() if e == epoch} == {0: 1, 1: 1}, epoch  # one open per task
         ended = [c for c in closes if c[1] == epoch]
         assert sorted(c[0] for c in ended) == [0, 1] and all(c[3] == "NoneType" for c in ended), ended
+        # One connection per task: close() sees the connection open() made, and the two tasks hold two.
+        assert all(c[4] == open_pid[(c[0], epoch)] > 0 for c in ended), (ended, open_pid)
+        assert len({c[4] for c in ended}) == 2, ended
+        # Offsets are committed after close(): commits/<epoch> did not exist yet when close() was called.
+        assert all(c[5] == "0" for c in ended), ended
+        assert (Path(checkpoint) / "commits" / str(epoch)).exists()
     assert sum(c[2] for c in closes) == len(events.keys)  # each row once, in the batch that read it

@@ -338,3 +338,21 @@ def test_password_provider_callable_is_called_on_every_connect(lab, pg_schema):
     sink.close(None)
     assert len(calls) == 2  # open() and the reconnect in close()'s flush
     assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE).keys() == {1}
+
+
+def test_pyspark_has_no_foreach_writer_base_class_and_checks_for_process(spark, lab):
+    """PySpark has no ForeachWriter class to extend (the JVM one is Scala's): foreach() takes any object with a
+    callable process(), which is all PostgresSink relies on; an object without one is refused when foreach() is
+    called."""
+    import pyspark.sql
+    import pyspark.sql.streaming
+    from pyspark.errors import PySparkAttributeError
+
+    assert not any("ForeachWriter" in dir(m) for m in (pyspark.sql, pyspark.sql.streaming))
+    assert PostgresSink.__mro__ == (PostgresSink, object)
+    stream = spark.readStream.format("kafka").option("kafka.bootstrap.servers", lab.kafka_bootstrap)
+    writer = stream.option("subscribe", "unused").load().writeStream
+    writer.foreach(PostgresSink(SinkConfig(dsn=lab.postgres_dsn, table="unused")))  # accepted, nothing started
+    with pytest.raises(PySparkAttributeError) as refused:
+        writer.foreach(object())
+    assert refused.value.getCondition() == "ATTRIBUTE_NOT_CALLABLE" and "process" in str(refused.value)

@@ -1,5 +1,7 @@
 """Setup claims: how the trigger turns real-time mode on, from Python and through py4j, and the settings around it."""
 
+from pathlib import Path
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -131,3 +133,74 @@ def test_stateless_real_time_queries_track_progress_asynchronously_by_default(
     # A stateful query keeps synchronous progress tracking.
     deduped = events.dropDuplicates(["key"])
     assert started(deduped, "stateful") == "MicroBatchExecution"
+
+
+def _switch(spark, bootstrap: str, source: str, sink: str, checkpoint: str, stateful: bool, first: str, second: str):
+    """Run `first` ("micro-batch": availableNow, or "real-time") on a checkpoint with 5 rows, then 5 more rows and
+    `second` on the same checkpoint. Returns (error class or None, rows in the sink)."""
+    from snippets.reference.errors import error_class, read_events, to_kafka
+
+    def start(kind: str):
+        events = read_events(spark, bootstrap, source)
+        if stateful:
+            events = events.dropDuplicates(["id"])
+        writer = to_kafka(events, bootstrap, sink, checkpoint).outputMode("update")
+        if kind == "micro-batch":
+            return writer.trigger(availableNow=True).start()
+        return writer.trigger(realTime="5 seconds").start()
+
+    topics.produce_json(bootstrap, source, ({"id": i, "k": "a"} for i in range(5)))
+    query = start(first)
+    if first == "micro-batch":
+        query.awaitTermination()
+    else:
+        topics.read_all(bootstrap, sink, expected=5, timeout_s=60)
+        # Stop once a batch holding the rows is committed; stopping earlier leaves them to be replayed.
+        from rtm_lab.waiting import wait_until
+
+        wait_until(lambda: (Path(checkpoint) / "commits" / "0").exists(), 60, "the first real-time commit")
+        query.stop()
+    topics.produce_json(bootstrap, source, ({"id": i, "k": "a"} for i in range(5, 10)))
+    query = start(second)
+    try:
+        if second == "micro-batch":
+            query.awaitTermination(120)
+        else:
+            plans.wait_for_real_time_scan(query, timeout_s=90)
+            topics.read_all(bootstrap, sink, expected=10, timeout_s=30)
+            query.awaitTermination(1)
+    except Exception as exc:
+        return error_class(exc), len(topics.read_all(bootstrap, sink, expected=10, timeout_s=2))
+    finally:
+        query.stop()
+    return None, len(topics.read_all(bootstrap, sink, expected=10, timeout_s=10))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stateful", [False, True], ids=["stateless", "stateful"])
+def test_micro_batch_checkpoint_cannot_switch_to_real_time_but_back_works(spark, lab, kafka_topic, tmp_path, stateful):
+    """A checkpoint written by a micro-batch query (format v1, Spark's default) is refused by real-time mode once
+    running, stateless or not; a real-time checkpoint (v2, RocksDB) is taken by a micro-batch query, which goes on
+    from the committed offsets."""
+    forward = _switch(
+        spark,
+        lab.kafka_bootstrap,
+        kafka_topic(),
+        kafka_topic(),
+        str(tmp_path / "a"),
+        stateful,
+        "micro-batch",
+        "real-time",
+    )
+    assert forward[0] == "STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED", forward
+    back = _switch(
+        spark,
+        lab.kafka_bootstrap,
+        kafka_topic(),
+        kafka_topic(),
+        str(tmp_path / "b"),
+        stateful,
+        "real-time",
+        "micro-batch",
+    )
+    assert back == (None, 10), back  # every row once: the micro-batch query read only what real-time left

@@ -108,3 +108,45 @@ def test_same_sizing_on_a_standalone_cluster(lab, tmp_path):
     assert sum(ran["stages"]) == 4, ran
     # The tasks ran on both executors (one per worker); the driver runs none outside local mode.
     assert len([n for n in ran["tasks_per_executor"].values() if n]) == 2, ran
+
+
+@pytest.mark.slow
+def test_a_second_real_time_query_sees_only_the_slots_the_first_left(spark, lab, tmp_path):
+    """Two real-time queries on one local[4]: a stateless one holds 2 slots (2 partitions) for as long as it runs, so
+    a stateful one that needs 4 (2 source tasks + 2 shuffle partitions) fails for want of slots, while the first runs
+    on."""
+    from probes.harness import AT_RUN_TIME, Probe, probe
+    from probes.support_matrix import parsed
+    from rtm_lab import plans
+
+    assert spark.sparkContext.master == "local[4]"
+    first_probe, second_probe = (
+        Probe(spark, lab.kafka_bootstrap, tmp_path / "a"),
+        Probe(spark, lab.kafka_bootstrap, tmp_path / "b"),
+    )
+    first = None
+    try:
+        first = first_probe.to_kafka(parsed(first_probe.kafka()))
+        plans.wait_for_real_time_scan(first)  # its batch (and its 2 tasks) is running before the second starts
+        second = probe(lambda p: p.to_kafka(parsed(p.kafka()).dropDuplicates(["id"])), second_probe, timeout_s=90)
+        assert (second.kind, second.error) == (AT_RUN_TIME, "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"), second.message
+        assert "needs 4 concurrent task slots" in second.message, second.message
+        # The first query never noticed: it is active and still carries rows.
+        assert first.isActive and first.exception() is None
+        first_probe.feed()
+        assert probe_arrived(first_probe, first), "the first query stopped carrying rows"
+    finally:
+        if first is not None:
+            first.stop()
+        first_probe.cleanup()
+        second_probe.cleanup()
+
+
+def probe_arrived(p, query, timeout_s: float = 60.0) -> bool:
+    from rtm_lab.waiting import WaitTimeout, wait_until
+
+    try:
+        wait_until(lambda: p.arrived(query), timeout_s, "rows through the first query")
+        return True
+    except WaitTimeout:
+        return False

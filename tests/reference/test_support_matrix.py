@@ -41,3 +41,56 @@ def test_generated_table_is_current():
 
     table = (Path(__file__).resolve().parents[2] / "docs" / "results" / "support-matrix.md").read_text()
     assert "| Operator | dropDuplicates | ✓ runs |" in table
+
+
+@pytest.mark.slow
+def test_console_sink_prints_once_per_batch(lab, kafka_topic, tmp_path):
+    """The console sink runs under real-time mode but prints a batch's rows together when the batch ends: two rows
+    sent seconds apart within one batch show up on stdout at nearly the same moment (a wide ratio of the two gaps)."""
+    import os
+    import threading
+    import time
+
+    from rtm_lab import topics
+
+    topic = kafka_topic(partitions=1)
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-u", "-m", "probes.console_sink", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
+            *("--checkpoint", str(tmp_path / "checkpoint"), "--interval", "10 seconds"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=dict(os.environ),
+    )
+    seen: dict[str, float] = {}
+    ready = threading.Event()
+
+    def read() -> None:
+        for line in process.stdout:
+            if line.startswith("READY"):
+                ready.set()
+            for marker in ("row-a", "row-b"):
+                if marker in line and marker not in seen:
+                    seen[marker] = time.monotonic()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert ready.wait(120), "the console query did not start"
+        sent_a = time.monotonic()
+        topics.produce_json(lab.kafka_bootstrap, topic, [{"id": "row-a"}])
+        time.sleep(3)
+        sent_b = time.monotonic()
+        topics.produce_json(lab.kafka_bootstrap, topic, [{"id": "row-b"}])
+        deadline = time.monotonic() + 60
+        while len(seen) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+    assert set(seen) == {"row-a", "row-b"}, seen
+    # Sent 3 s apart, printed together: the first row waited for the batch to end, not for the second row alone.
+    assert abs(seen["row-b"] - seen["row-a"]) < 0.25 * (sent_b - sent_a), (seen, sent_a, sent_b)
+    assert seen["row-a"] - sent_a > 0.5 * (sent_b - sent_a), (seen, sent_a)

@@ -1,0 +1,167 @@
+"""docs/concepts.md's model, observed on a running query: a real-time batch is one Spark stage whose tasks (one per
+Kafka partition) start once and stay running for the whole interval, rows pass through while it runs, and the batch
+is committed only when the stage ends (a stage stays active until its last task ends).
+
+The driver's status tracker is sampled every 0.2 s while rows are sent at a steady pace; the checkpoint's commit
+files and the sink records' broker timestamps are then compared with the stages' lifetimes. All clocks are on one
+machine (the driver, the executor and the broker's LogAppendTime).
+"""
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
+from snippets.reference.latency_metrics import start_stamped_query
+
+pytestmark = pytest.mark.slow
+
+INTERVAL_S = 5
+PARTITIONS = 2
+RATE = 20  # rows/s, paced
+SAMPLE_S = 0.2
+
+
+@dataclass
+class Stage:
+    first_s: float
+    last_s: float
+    active_tasks: list[int] = field(default_factory=list)
+
+
+def sample_stages(spark, query, checkpoint: str, batches: int, timeout_s: float) -> dict[int, Stage]:
+    """Each active stage id with the first and last time (epoch seconds) it was seen and its running task counts,
+    sampled until `batches` batches committed (the window is set by batches, not by seconds: a busy machine is
+    slower)."""
+    tracker = spark.sparkContext.statusTracker()
+    commits = Path(checkpoint) / "commits"
+    stages: dict[int, Stage] = {}
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and query.exception() is None:
+        if commits.is_dir() and sum(p.name.isdigit() for p in commits.iterdir()) >= batches:
+            break
+        now = time.time()
+        for stage_id in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(stage_id)
+            stage = stages.setdefault(stage_id, Stage(now, now))
+            stage.last_s = now
+            if info is not None:
+                stage.active_tasks.append(info.numActiveTasks)
+        time.sleep(SAMPLE_S)
+    return stages
+
+
+def produce_until(bootstrap: str, topic: str, stop: threading.Event) -> int:
+    """Send paced rows (RATE per second) until `stop` is set; return how many."""
+    sent = 0
+    while not stop.is_set():
+        produce_paced(bootstrap, topic, RATE, RATE, first_id=sent)
+        sent += RATE
+    return sent
+
+
+def test_tasks_stay_running_for_the_interval_and_the_batch_commits_when_they_end(
+    spark, lab, kafka_topic, checkpoint, stop_after
+):
+    source = kafka_topic(partitions=PARTITIONS, configs=LOG_APPEND_TIME)
+    sink = kafka_topic(partitions=PARTITIONS, configs=LOG_APPEND_TIME)
+    query = stop_after(
+        start_stamped_query(spark, lab.kafka_bootstrap, source, sink, checkpoint, interval=f"{INTERVAL_S} seconds")
+    )
+    stop, sent = threading.Event(), []
+    producer = threading.Thread(
+        target=lambda: sent.append(produce_until(lab.kafka_bootstrap, source, stop)), daemon=True
+    )
+    producer.start()
+    try:
+        stages = sample_stages(spark, query, checkpoint, batches=5, timeout_s=180)
+    finally:
+        stop.set()
+        producer.join(timeout=30)
+    assert query.exception() is None
+    out = read_latencies(lab.kafka_bootstrap, sink, sent[0], timeout_s=90)
+    commits = {int(p.name): p.stat().st_mtime for p in (Path(checkpoint) / "commits").iterdir() if p.name.isdigit()}
+
+    ordered = sorted(stages.items())
+    # Stages seen from their start to their end (not the first or the last, which the window may cut).
+    whole = [stage for _, stage in ordered[1:-1]]
+    assert len(whole) >= 2, ordered
+    for stage in whole:
+        # Tasks stay running: one stage lives for most of the interval (a wide ratio, never an absolute time) ...
+        assert stage.last_s - stage.first_s >= 0.6 * INTERVAL_S, ordered
+        # (A stage is active until its last task ends. The tracker's running-task count lags under real-time
+        # mode, often reading 0 while the stage runs, so it is recorded but not asserted.)
+        # Rows pass through while the stage runs: some rows reached the sink topic well before the stage ended.
+        inside = [r for r in out if stage.first_s * 1000 < r["sink_append_ms"] < (stage.last_s - 1) * 1000]
+        assert inside, (stage, [r["sink_append_ms"] for r in out])
+        # The batch commits when the tasks end: no commit file is written while the stage runs ...
+        during = [b for b, t in commits.items() if stage.first_s + 2 * SAMPLE_S < t < stage.last_s - 2 * SAMPLE_S]
+        assert not during, (stage, commits)
+    # ... and one is written as each stage ends, before (or just after) the next batch's stage starts.
+    for (_, stage), (_, following) in itertools.pairwise(ordered[1:]):
+        assert any(stage.last_s - 2 * SAMPLE_S <= t <= following.first_s + 1.0 for t in commits.values()), (
+            stage,
+            following,
+            commits,
+        )
+    print(
+        f"\nstages (id: seconds alive) {[(i, round(s.last_s - s.first_s, 1)) for i, s in ordered]}, "
+        f"commits {sorted(commits)}, {len(out)} rows"
+    )
+
+
+def _kafka_copy(spark, bootstrap: str, source: str, sink: str, checkpoint: str, dedup: bool = False):
+    from snippets.reference.errors import read_events, to_kafka
+
+    events = read_events(spark, bootstrap, source)
+    return to_kafka(events.dropDuplicates(["id"]) if dedup else events, bootstrap, sink, checkpoint)
+
+
+def test_aqe_is_off_in_a_real_time_plan(spark, lab, kafka_topic, checkpoint, stop_after):
+    """Adaptive query execution is on by default for batch queries; Spark turns it off for streaming queries, real-time
+    ones included: the executed plan of a real-time query with a shuffle has no AdaptiveSparkPlan node."""
+    from rtm_lab import plans
+
+    assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
+    writer = _kafka_copy(spark, lab.kafka_bootstrap, kafka_topic(), kafka_topic(), checkpoint, dedup=True)
+    query = stop_after(writer.outputMode("update").trigger(realTime=f"{INTERVAL_S} seconds").start())
+    plan = plans.wait_for_real_time_scan(query, timeout_s=90)
+    assert "Exchange" in plan and "AdaptiveSparkPlan" not in plan, plan
+    batch = spark.range(10).selectExpr("id % 2 AS k").groupBy("k").count()
+    assert "AdaptiveSparkPlan" in batch._jdf.queryExecution().executedPlan().toString()  # the batch default
+
+
+def test_legacy_continuous_processing_is_a_different_trigger(spark, lab, kafka_topic, checkpoint, stop_after):
+    """Continuous processing (Spark 2.3's experimental `trigger(continuous=...)`) still exists beside real-time mode:
+    a stateless Kafka to Kafka copy runs under it, but a stateful operator such as dropDuplicates, which real-time
+    mode 4.3 runs, is refused at start()."""
+    from rtm_lab import plans
+    from snippets.reference.errors import error_class
+
+    source, sink = kafka_topic(), kafka_topic()
+    query = stop_after(
+        _kafka_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint).trigger(continuous="1 second").start()
+    )
+    deadline = time.monotonic() + 90
+    while "ContinuousScan" not in plans.executed_plan(query) and time.monotonic() < deadline:
+        assert query.exception() is None
+        time.sleep(0.5)
+    assert "ContinuousScan" in plans.executed_plan(query)
+    produce_paced(lab.kafka_bootstrap, source, 5, rate=50)
+    assert len(read_latencies_or_values(lab.kafka_bootstrap, sink, 5)) == 5
+    assert "RealTimeStreamScan" not in plans.executed_plan(query)
+    query.stop()
+    stateful = _kafka_copy(spark, lab.kafka_bootstrap, kafka_topic(), kafka_topic(), checkpoint + "-2", dedup=True)
+    with pytest.raises(Exception) as refused:
+        stop_after(stateful.outputMode("update").trigger(continuous="1 second").start())
+    assert "Continuous processing does not support" in str(refused.value), error_class(refused.value)
+
+
+def read_latencies_or_values(bootstrap: str, topic: str, expected: int) -> list:
+    from rtm_lab import topics
+
+    return topics.read_all(bootstrap, topic, expected=expected, timeout_s=60)
