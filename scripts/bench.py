@@ -5,7 +5,9 @@ import argparse
 import shlex
 import sys
 
+from benchmarks import boundary_settings as bench_settings
 from benchmarks import latency as bench_latency
+from benchmarks import recovery as bench_recovery
 from benchmarks import sink as bench_sink
 from rtm_lab import cli
 from rtm_lab.signals import exit_cleanly_on_termination
@@ -13,6 +15,8 @@ from rtm_lab.signals import exit_cleanly_on_termination
 BENCHMARKS = (
     ("latency", bench_latency, "micro-batch vs async progress tracking vs real-time mode, Kafka -> Kafka"),
     ("sink", bench_sink, "Kafka -> real-time mode -> foreach -> Postgres: throughput, E2E latency, reconciliation"),
+    ("settings", bench_settings, "settings tried against the batch-boundary stall at the 5 s worst case"),
+    ("recovery", bench_recovery, "the driver SIGKILLed mid-interval and restarted: rows replayed, time to resume"),
 )
 
 

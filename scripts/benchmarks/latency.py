@@ -191,6 +191,7 @@ def run_mode(
     cfg: dict,
     trace: str | None = None,
     observe: bool = False,
+    spark_conf: dict | None = None,
 ) -> dict:
     from rtm_lab import latency, loadgen, topics
     from rtm_lab.spark import spark_session
@@ -199,7 +200,7 @@ def run_mode(
     pipeline = Pipeline(cfg["pipeline"])
     source = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-in"), PARTITIONS, LOG_APPEND_TIME)
     sink = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-out"), PARTITIONS, LOG_APPEND_TIME)
-    conf = dict(pipeline.conf)
+    conf = {**pipeline.conf, **(spark_conf or {})}
     if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
         from benchmarks import spark_ui
 
@@ -306,10 +307,22 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--observe-boundaries", action="store_true", help="record batch boundaries, stalls and their breakdown"
     )
+    parser.add_argument(
+        "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session"
+    )
     args = parser.parse_args(argv)
     cfg = settings(args.rtm_interval, args.fetch_wait_ms, args.pipeline)
+    spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
     result = run_mode(
-        args.mode, args.bootstrap, args.rate, args.seconds, args.warmup, cfg, args.trace, args.observe_boundaries
+        args.mode,
+        args.bootstrap,
+        args.rate,
+        args.seconds,
+        args.warmup,
+        cfg,
+        args.trace,
+        args.observe_boundaries,
+        spark_conf,
     )
     Path(args.out).write_text(json.dumps(result))
     return 0

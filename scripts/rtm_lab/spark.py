@@ -68,6 +68,8 @@ def spark_session(
         .config("spark.python.authenticate.socketTimeout", "120s")
     )
     for key, value in (conf or {}).items():
+        if key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            value = f"{java_opts} {value}"  # added to the lab's logging set-up, not instead of it
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

@@ -8,145 +8,33 @@ last checkpoint interval before the kill; the table holds each key once (distinc
 letters); dead letters all there. It prints rows replayed and time to resume.
 """
 
-import json
 import os
 import signal
-import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
-import psycopg2
-import pyspark
 import pytest
-from psycopg2 import sql
 
+from probes.submitted_pipeline import (
+    TABLE,
+    Driver,
+    add_write_log,
+    committed_batches,
+    committed_offsets,
+    first_write_after,
+    last_commit_time,
+    writes_per_key,
+)
 from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, processes, sink_check, topics
-from rtm_lab.spark import LOG4J_CONFIG, connector_jars
 from rtm_lab.waiting import wait_until
-from snippets.guides import kafka_to_postgres, postgres_sink, submit_pipeline
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
-TABLE = "events"
 INTERVAL_S = 10  # long enough that a kill lands mid-interval with rows uncommitted
 RATE = 200  # rows/s: a steady stream across the kill and the restart
-
-
-def add_write_log(dsn: str, schema: str) -> None:
-    """A row in `writes` for every insert or update of the target table: what the sink wrote, replays included."""
-    target, writes = sql.Identifier(schema, TABLE), sql.Identifier(schema, "writes")
-    function = sql.Identifier(schema, "log_write")
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(sql.SQL("CREATE TABLE {} (id bigint, at timestamptz DEFAULT clock_timestamp())").format(writes))
-        cur.execute(
-            sql.SQL(
-                "CREATE FUNCTION {f}() RETURNS trigger LANGUAGE plpgsql AS "
-                "$$ BEGIN INSERT INTO {w} (id) VALUES (NEW.id); RETURN NULL; END $$"
-            ).format(f=function, w=writes)
-        )
-        cur.execute(
-            sql.SQL(
-                "CREATE TRIGGER log_write AFTER INSERT OR UPDATE ON {t} FOR EACH ROW EXECUTE FUNCTION {f}()"
-            ).format(t=target, f=function)
-        )
-    conn.close()
-
-
-def query_one(dsn: str, statement: sql.Composable, params: tuple = ()) -> tuple:
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(statement, params)
-        row = cur.fetchone()
-    conn.close()
-    return row
-
-
-def total_writes(dsn: str, schema: str) -> int:
-    return query_one(dsn, sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, "writes")))[0]
-
-
-def first_write_after(dsn: str, schema: str, epoch_s: float) -> float | None:
-    """Epoch seconds of the first write at or after `epoch_s` (server clock, same host as the test)."""
-    statement = sql.SQL("SELECT extract(epoch FROM min(at)) FROM {} WHERE at >= to_timestamp(%s)").format(
-        sql.Identifier(schema, "writes")
-    )
-    value = query_one(dsn, statement, (epoch_s,))[0]
-    return float(value) if value is not None else None
-
-
-class Driver:
-    """The pipeline in its own `spark-submit` process group, so one SIGKILL takes the JVM and its Python together."""
-
-    def __init__(self, lab, topic: str, schema: str, checkpoint: Path, log_dir: Path):
-        self.lab, self.topic, self.schema, self.checkpoint, self.log_dir = lab, topic, schema, checkpoint, log_dir
-        self.pid: int | None = None
-        self.runs = 0
-
-    def start(self) -> float:
-        self.runs += 1
-        spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-        py_files = ",".join([kafka_to_postgres.__file__, postgres_sink.__file__])
-        cmd = [str(spark_submit), "--master", "local[3]", "--jars", ",".join(str(p) for p in connector_jars())]
-        cmd += [
-            "--conf",
-            "spark.ui.enabled=false",
-            "--driver-java-options",
-            f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",
-        ]
-        cmd += ["--py-files", py_files, submit_pipeline.__file__]
-        cmd += ["--topic", self.topic, "--schema", self.schema, "--table", TABLE]
-        cmd += ["--checkpoint", str(self.checkpoint), "--interval", f"{INTERVAL_S} seconds"]
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-            "KAFKA_BOOTSTRAP_SERVERS": self.lab.kafka_bootstrap,
-            "POSTGRES_DSN": self.lab.postgres_dsn,
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-        }
-        started = time.time()
-        self.pid = processes.spawn(cmd, self.log_dir / f"driver-{self.runs}.log", env=env)
-        return started
-
-    def alive(self) -> bool:
-        return processes.is_alive(self.pid)
-
-    def died(self) -> BaseException | None:
-        if self.alive():
-            return None
-        return RuntimeError(f"the driver exited; log: {self.log_dir / f'driver-{self.runs}.log'}\n{self.log_tail()}")
-
-    def log_tail(self) -> str:
-        return processes.tail(self.log_dir / f"driver-{self.runs}.log", 40)
-
-    def kill(self) -> float:
-        """SIGKILL the driver's whole process group: no shutdown hook, no final commit."""
-        killed_at = time.time()
-        os.killpg(self.pid, signal.SIGKILL)
-        wait_until(lambda: not self.alive(), 15, "the killed driver to exit", 0.1)
-        return killed_at
-
-    def stop(self) -> None:
-        processes.stop(self.pid, timeout=20.0)
-
-
-def committed_batches(checkpoint: Path) -> list[int]:
-    commits = checkpoint / "commits"
-    return sorted(int(p.name) for p in commits.iterdir() if p.name.isdigit()) if commits.is_dir() else []
-
-
-def committed_offsets(checkpoint: Path) -> dict[int, int]:
-    """Per partition, the next offset after the last committed batch: where a restart resumes reading."""
-    batch = committed_batches(checkpoint)[-1]
-    lines = (checkpoint / "offsets" / str(batch)).read_text().splitlines()
-    (positions,) = json.loads(lines[-1]).values()  # one source: {topic: {partition: offset}}
-    return {int(partition): offset for partition, offset in positions.items()}
-
-
-def last_commit_time(checkpoint: Path) -> float:
-    return (checkpoint / "commits" / str(committed_batches(checkpoint)[-1])).stat().st_mtime
 
 
 @pytest.fixture
@@ -154,7 +42,15 @@ def pipeline(lab, kafka_topic, pg_schema, tmp_path):
     topic = kafka_topic(partitions=2)
     create_tables(SinkConfig(dsn=lab.postgres_dsn, schema=pg_schema, table=TABLE))
     add_write_log(lab.postgres_dsn, pg_schema)
-    driver = Driver(lab, topic, pg_schema, tmp_path / "checkpoint", tmp_path)
+    driver = Driver(
+        lab.kafka_bootstrap,
+        lab.postgres_dsn,
+        topic,
+        pg_schema,
+        tmp_path / "checkpoint",
+        tmp_path,
+        f"{INTERVAL_S} seconds",
+    )
     yield driver
     driver.stop()
 
@@ -198,18 +94,6 @@ def wait_mid_interval(driver: Driver, batches: int = 3) -> None:
         driver.died,
     )
     time.sleep(max(0.0, last_commit_time(driver.checkpoint) + INTERVAL_S / 2 - time.time()))
-
-
-def writes_per_key(dsn: str, schema: str) -> dict[int, tuple[int, float]]:
-    """Per key: how many times the sink wrote it, and its created_ms."""
-    statement = sql.SQL(
-        "SELECT w.id, count(*), max(t.created_ms) FROM {w} w JOIN {t} t USING (id) GROUP BY w.id"
-    ).format(w=sql.Identifier(schema, "writes"), t=sql.Identifier(schema, TABLE))
-    with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
-        cur.execute(statement)
-        found = {key: (n, created) for key, n, created in cur.fetchall()}
-    conn.close()
-    return found
 
 
 def reconcile(lab, schema: str, counted: Counted, driver: Driver, kill_at: float, committed: dict) -> dict:
