@@ -130,7 +130,17 @@ def main(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
-HEADER = ["setting", "runs", "boundaries", "p50 ms", "p99 ms", "p99.9 ms", "stall per boundary ms", "batch overrun ms"]
+HEADER = [
+    "setting",
+    "engine, garbage collectors",
+    "runs",
+    "boundaries",
+    "p50 ms",
+    "p99 ms",
+    "p99.9 ms",
+    "stall per boundary ms",
+    "batch overrun ms",
+]
 FIGURES = ("p50_ms", "p99_ms", "p99.9_ms", "stall_median_ms", "overrun_median_ms")
 
 
@@ -141,8 +151,10 @@ def markdown(result: dict) -> str:
     for row in result["rows"]:
         f = row["figures"]
         boundaries = f["boundaries_crossed"]["median"]
+        ran = row["runs"][0]
+        seen = f"{ran.get('engine', '?')}, {' + '.join(ran.get('gc', []))}"
         rows.append(
-            [row["what"], len(row["runs"]), "-" if boundaries is None else f"{boundaries:g}"]
+            [row["what"], seen, len(row["runs"]), "-" if boundaries is None else f"{boundaries:g}"]
             + [cell(f[name]) for name in FIGURES]
         )
     m, load, s = result["machine"], result["load_average"], result["settings"]
@@ -154,7 +166,7 @@ def markdown(result: dict) -> str:
             f"**{result['rate']:,.0f} events/s**, {result['seconds']:.0f} s per run (the first "
             f"{result['warmup_s']:.0f} s left out); median over {result['repeat']} run(s), range in brackets.",
             "",
-            markdown_table(HEADER, rows, ["", "right", "right", "right", "right", "right", "right", "right"]),
+            markdown_table(HEADER, rows, ["", "", "right", "right", "right", "right", "right", "right", "right"]),
             f"- Machine: {m['cores']} cores, {m['memory_gib']} GiB, {m['cpu_model']}, {m['os']}",
             f"- Load average (1/5/15 min): {' / '.join(map(str, load['start']))} at the start, "
             f"{' / '.join(map(str, load['end']))} at the end",

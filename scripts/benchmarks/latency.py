@@ -168,6 +168,16 @@ def quantiles(samples: list[float]) -> list[float]:
     return [round(float(v), 2) for v in np.percentile(np.asarray(samples, dtype=float), range(101))]
 
 
+def engine_and_gc(spark, query) -> dict:
+    """What really ran: the query's engine class (AsyncProgressTrackingMicroBatchExecution when offsets and commits
+    are written off the query's thread) and the JVM's garbage collectors, so a setting's row shows it took effect."""
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    return {
+        "engine": query._jsq.streamingQuery().getClass().getSimpleName(),
+        "gc": sorted({beans.get(i).getName() for i in range(beans.size())}),
+    }
+
+
 def batch_stats(query) -> dict:
     progress = query.recentProgress
     durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in progress if p.get("durationMs"))
@@ -264,6 +274,7 @@ def run_mode(
             producer_behind_max_s=round(stats.behind_s, 3),
             priming_s=round(first, 2),
             async_log_purge=spark.conf.get("spark.sql.streaming.asyncLogPurge.enabled"),
+            **engine_and_gc(spark, query),
             quantiles_ms=quantiles(steady),
             **batch_stats(query),
         )

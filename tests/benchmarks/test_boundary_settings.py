@@ -1,0 +1,29 @@
+"""`scripts/bench.py settings --quick`: each setting reaches the query it claims to change (the engine class and
+the JVM's garbage collectors are read from the running query), and every run delivers every record."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.slow
+def test_settings_take_effect_in_the_measured_query(lab, tmp_path):
+    out = tmp_path / "settings.json"
+    cmd = [sys.executable, "scripts/bench.py", "settings", "--quick", "--json", str(out)]
+    cmd += ["--setting", "defaults", "--setting", "sync_progress", "--setting", "zgc"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    rows = {row["key"]: row for row in json.loads(out.read_text())["rows"]}
+    ran = {key: row["runs"][0] for key, row in rows.items()}
+    assert all(r["missing"] == 0 for r in ran.values()), ran
+    assert ran["defaults"]["engine"] == "AsyncProgressTrackingMicroBatchExecution"
+    assert ran["sync_progress"]["engine"] == "MicroBatchExecution"
+    assert any("G1" in name for name in ran["defaults"]["gc"]), ran["defaults"]["gc"]
+    assert any("ZGC" in name for name in ran["zgc"]["gc"]), ran["zgc"]["gc"]
