@@ -5,8 +5,10 @@
   python scripts/skills.py validate   exit 1, saying what to run, when anything in skills/ is stale or malformed
   python scripts/skills.py package    validate, then write dist/<name>.zip for uploading to an assistant
 
-Sources: skills/_templates/<name>/SKILL.md (hand-written), docs/reference/*.md and docs/guides/*.md (one reference
-file each), and whatever snippet or results files those include.
+Sources: scripts/skillgen/templates/<name>/SKILL.md and CHANGELOG.md (hand-written), docs/concepts.md and the pages
+under docs/reference, docs/guides and docs/benchmarks (one reference each, or several where a page marks its parts:
+see scripts/skillgen/parts.py), and whatever snippet or results files those include. `validate` also holds each
+file to its word budget and SKILL.md to the Agent Skills format.
 """
 
 import argparse

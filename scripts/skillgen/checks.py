@@ -5,9 +5,19 @@ from pathlib import Path
 
 from skillgen.frontmatter import frontmatter_problems
 from skillgen.markdown import LINK, NOT_RUN_NOTE, RenderError, anchors, fence_spans, snippet_text, strip_fenced
-from skillgen.render import GENERATE_COMMAND, MANIFEST, SKILLS_DIR, TEMPLATES_DIR, render_all
+from skillgen.render import (
+    CHANGELOG,
+    GENERATE_COMMAND,
+    MANIFEST,
+    SKILLS_DIR,
+    TEMPLATES_DIR,
+    project_version,
+    render_all,
+)
 
 SOURCE_NOTE = re.compile(r"^\s*<!-- source: (?P<specs>.+?) -->\s*$")
+# The context an assistant spends on one file: whitespace-separated tokens of the whole file, code included.
+MAX_WORDS = {"SKILL.md": 2000, "references": 2500}
 NOT_RUN = re.compile("^\\s*" + re.escape(NOT_RUN_NOTE).replace(re.escape("{reason}"), ".+") + "\\s*$")
 
 
@@ -66,6 +76,47 @@ def code_problems(root: Path, path: Path, text: str) -> list[str]:
     return problems
 
 
+def word_problems(rel: str, text: str) -> list[str]:
+    """SKILL.md is read whenever the skill applies; a reference whenever its topic comes up: both stay small."""
+    limit = MAX_WORDS["SKILL.md"] if rel.endswith("/SKILL.md") else MAX_WORDS["references"]
+    if "/references/" not in rel and not rel.endswith("/SKILL.md"):
+        return []
+    words = len(text.split())
+    if words <= limit:
+        return []
+    return [
+        f"{rel}: {words} words, over the budget of {limit}. Leave long walkthroughs out of the skill "
+        "(<!-- skill-omit --> ... <!-- /skill-omit --> on the page), or split the page over several references "
+        "(<!-- skill: name --> markers; see scripts/skillgen/parts.py)."
+    ]
+
+
+def routing_problems(skill_dir: Path, root: Path) -> list[str]:
+    """Every reference is reachable from SKILL.md: an assistant opens only what SKILL.md points it to."""
+    skill_md = skill_dir / "SKILL.md"
+    if not skill_md.is_file():
+        return []
+    linked = {m["target"].partition("#")[0] for m in LINK.finditer(strip_fenced(skill_md.read_text(encoding="utf-8")))}
+    return [
+        f"{path.relative_to(root).as_posix()}: no link from SKILL.md reaches it; add a row to the template's "
+        f"'Route by task' table ({TEMPLATES_DIR}/{skill_dir.name}/SKILL.md)."
+        for path in sorted((skill_dir / "references").glob("*.md"))
+        if f"references/{path.name}" not in linked
+    ]
+
+
+def changelog_problems(skill_dir: Path, root: Path) -> list[str]:
+    path = skill_dir / CHANGELOG
+    rel = path.relative_to(root).as_posix()
+    if not path.is_file():
+        return [f"{rel}: missing; the skill carries a short changelog, newest version first."]
+    version = project_version(root)
+    first = re.search(r"^## (?P<version>\S+)", path.read_text(encoding="utf-8"), re.M)
+    if not first or first["version"] != version:
+        return [f"{rel}: its newest entry must be '## {version}' (the version in pyproject.toml and SKILL.md)."]
+    return []
+
+
 def validate(root: Path) -> list[str]:
     try:
         rendered = render_all(root)
@@ -90,10 +141,17 @@ def validate(root: Path) -> list[str]:
         if rel == MANIFEST or not path.is_file() or path.suffix != ".md":
             continue
         text = path.read_text(encoding="utf-8")
+        if path.name == CHANGELOG:
+            problems += link_problems(path, text, root / SKILLS_DIR / rel.split("/")[1])
+            continue
         expected = path.parent.name if path.name == "SKILL.md" else path.stem
-        problems += frontmatter_problems(text, rel, expected)
+        problems += frontmatter_problems(text, rel, expected, skill=path.name == "SKILL.md")
+        problems += word_problems(rel, text)
         problems += link_problems(path, text, root / SKILLS_DIR / rel.split("/")[1])
         problems += code_problems(root, path, text)
+    for folder in sorted(skill_folders):
+        problems += changelog_problems(root / SKILLS_DIR / folder, root)
+        problems += routing_problems(root / SKILLS_DIR / folder, root)
     if stale:
         problems = [*(f"stale: {s}" for s in stale), *problems]
     if problems and stale:

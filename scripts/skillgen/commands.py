@@ -26,7 +26,7 @@ def generate(root: Path) -> int:
         print(f"wrote     {rel}")
     expected = set(rendered.files)
     for folder in sorted({rel.split("/")[1] for rel in expected if rel.count("/") >= 2}):
-        for path in sorted((root / SKILLS_DIR / folder).rglob("*.md")):
+        for path in sorted(p for p in (root / SKILLS_DIR / folder).rglob("*") if p.is_file()):
             if path.relative_to(root).as_posix() not in expected:
                 path.unlink()
                 changed += 1

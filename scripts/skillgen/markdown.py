@@ -21,6 +21,8 @@ LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
 FENCE_SETTINGS = re.compile(r'(\w+)="([^"]*)"')
 
 SOURCE_NOTE = "<!-- source: {spec} -->"
+# How a reference links a file the skill carries in its assets/ folder (already a skill path: never rewritten).
+SKILL_ASSET_LINK = "../assets/"
 NOT_RUN_NOTE = "*Not run by the tests: {reason}.*"
 
 
@@ -265,20 +267,42 @@ def _indented_body(lines: list[str], start: int, width: int) -> tuple[list[str],
     return body, index
 
 
-def rewrite_links(text: str, page_dir: Path, targets: dict[Path, str]) -> str:
+def rewrite_links(
+    text: str,
+    page_dir: Path,
+    targets: dict[Path, str],
+    anchor_targets: dict[tuple[Path, str], str | None] | None = None,
+    page: Path | None = None,
+    own_file: str | None = None,
+) -> str:
     """Links to rendered pages point at their skill file; other links become text an assistant can act on.
 
     `page_dir` is the page's folder relative to the repo root; `targets` maps docs paths to skill file names.
+    `anchor_targets` maps (docs path, anchor) to the skill file holding that heading, for pages split over several
+    references (None for a heading the page leaves out of the skill: such a link becomes text naming the docs page);
+    `page` is the page being rendered, so its own `#anchor` links follow a heading to another part. A link to an
+    anchor no page has stays a link, for `validate` to report.
     """
+    anchor_targets = anchor_targets or {}
+    split = {path for path, _ in anchor_targets}
 
     def rewrite(match: re.Match) -> str:
         target, text_, bang = match["target"], match["text"], match["bang"]
-        if "://" in target or target.startswith(("mailto:", "#")):
+        if "://" in target or target.startswith(("mailto:", SKILL_ASSET_LINK)):
             return match[0]
+        if target.startswith("#"):
+            if page is None or page not in split:
+                return match[0]
+            target = f"{page.name}{target}"
         path_part, _, anchor = target.partition("#")
         resolved = Path(_normalize(page_dir / path_part))
         if bang:
             return f"*{text_}* (image `{resolved.as_posix()}` in the repository)" if text_ else ""
+        if anchor and (resolved, anchor) in anchor_targets:
+            file = anchor_targets[resolved, anchor]
+            if file is None:  # a heading the page keeps out of the skill
+                return f"{text_} (docs page `{resolved.as_posix()}#{anchor}`)"
+            return f"[{text_}]({'' if file == own_file else file}#{anchor})"
         if resolved in targets:
             return f"[{text_}]({targets[resolved]}{'#' + anchor if anchor else ''})"
         if resolved.suffix == ".md" and resolved.parts[:1] == ("docs",):

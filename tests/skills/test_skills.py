@@ -8,9 +8,11 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -21,6 +23,8 @@ from skillgen import commands
 ROOT = Path(__file__).resolve().parents[2]
 SKILL = "spark-real-time-mode"
 FIX_HINT = "python scripts/skills.py generate"
+TEMPLATES = "scripts/skillgen/templates"
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 PAGE = """---
 title: Slot sizing
@@ -53,6 +57,16 @@ Intro with a [link to errors](errors.md#error-classes) and one to [get started](
     ```scala
     val q = 1
     ```
+
+## Worked examples
+
+Four slots.
+
+Verified by `tests/reference/test_slot_sizing.py::test_runs_at_exactly_the_calculated_slots` on Spark 4.3.0.
+
+## Two real-time queries on one cluster
+
+Slots add up.
 """
 ERRORS_PAGE = """---
 title: Errors
@@ -90,7 +104,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 @pytest.fixture
 def sandbox(tmp_path) -> Path:
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    shutil.copytree(ROOT / "skills" / "_templates", tmp_path / "skills" / "_templates")
+    shutil.copytree(ROOT / TEMPLATES, tmp_path / TEMPLATES)
     (tmp_path / "snippets" / "quickstart").mkdir(parents=True)
     shutil.copy(ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "snippets" / "quickstart")
     (tmp_path / "snippets" / "reference").mkdir()
@@ -147,9 +161,9 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     manifest = json.loads((sandbox / "manifest.json").read_text())
     assert FIX_HINT in manifest["generated"] and manifest["regenerate"] == FIX_HINT
     (entry,) = manifest["skills"]
-    assert entry["name"] == SKILL and entry["version"] == "0.1.0" and len(entry["description"]) > 100
+    assert entry["name"] == SKILL and entry["version"] == VERSION and len(entry["description"]) > 100
     listed = {f["path"]: f for f in entry["files"]}
-    assert sorted(listed) == ["SKILL.md", "references/errors.md", "references/slot-sizing.md"]
+    assert sorted(listed) == ["CHANGELOG.md", "SKILL.md", "references/errors.md", "references/slot-sizing.md"]
     for path, info in listed.items():
         data = (sandbox / "skills" / SKILL / path).read_bytes()
         assert info["size"] == len(data) and info["sha256"] == hashlib.sha256(data).hexdigest()
@@ -198,7 +212,6 @@ def test_a_new_page_and_snippet_show_up_after_generate(sandbox):
     skill_dir = sandbox / "skills" / SKILL
     assert 'FETCH_WAIT_MS = "50"' in (skill_dir / "references" / "kafka-tuning.md").read_text()
     skill_md = (skill_dir / "SKILL.md").read_text()
-    assert "| [Kafka tuning](references/kafka-tuning.md) | Consumer settings for low latency. |" in skill_md
     # The template's routing row for this page was left out while the page was missing; now it is there.
     assert "| tuning the Kafka source or sink | [Kafka tuning](references/kafka-tuning.md) |" in skill_md
     manifest = json.loads((sandbox / "manifest.json").read_text())
@@ -207,7 +220,7 @@ def test_a_new_page_and_snippet_show_up_after_generate(sandbox):
 
 
 def test_unquoted_colon_in_template_frontmatter_is_refused(sandbox):
-    template = sandbox / "skills" / "_templates" / SKILL / "SKILL.md"
+    template = sandbox / TEMPLATES / SKILL / "SKILL.md"
     text = template.read_text()
     start = text.index("description: ")
     end = text.index("\n", start)
@@ -219,7 +232,7 @@ def test_unquoted_colon_in_template_frontmatter_is_refused(sandbox):
 
 
 def test_bad_skill_name_is_refused(sandbox):
-    template = sandbox / "skills" / "_templates" / SKILL / "SKILL.md"
+    template = sandbox / TEMPLATES / SKILL / "SKILL.md"
     template.write_text(template.read_text().replace(f"name: {SKILL}", "name: Spark_RTM", 1))
     result = skills(sandbox, "generate")
     assert result.returncode == 2 and "lowercase letters, digits and single hyphens" in result.stderr
@@ -247,6 +260,7 @@ def test_package_builds_the_same_archive_twice(sandbox, tmp_path):
     assert a.read_bytes() == b.read_bytes()
     with zipfile.ZipFile(a) as zf:
         assert sorted(zf.namelist()) == [
+            f"{SKILL}/CHANGELOG.md",
             f"{SKILL}/SKILL.md",
             f"{SKILL}/references/errors.md",
             f"{SKILL}/references/slot-sizing.md",
@@ -290,3 +304,230 @@ def test_the_skill_expands_includes_with_the_sites_snippet_settings():
     extensions = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
     site = next(e["pymdownx.snippets"] for e in extensions if isinstance(e, dict) and "pymdownx.snippets" in e)
     assert site == {**SNIPPETS_CONFIG, "base_path": ["."]}
+
+
+# ---- The skill's format, budget and routing, each rule shown catching a violation ----------------------------------
+
+
+def set_template_field(root: Path, key: str, value: str) -> None:
+    """Replace (or add) one line of the template's frontmatter."""
+    template = root / TEMPLATES / SKILL / "SKILL.md"
+    text = template.read_text()
+    head, sep, body = text[4:].partition("\n---\n")
+    lines = [line for line in head.splitlines() if not line.startswith(f"{key}:")]
+    template.write_text("---\n" + "\n".join([*lines, f"{key}: {value}"]) + sep + body)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("name", '"' + "a" * 65 + '"', "at most 64 characters"),
+        ("name", '"other-skill"', "(the file or folder name)"),
+        ("description", '"' + "Use when testing. " * 60 + '"', "20-1024 characters"),
+        ("description", '"Use when writing a <query> with real-time mode."', "must not contain '<' or '>'"),
+        ("description", '"Apache Spark real-time mode, as tested on 4.3.0."', "must say when to use the skill"),
+        ("version", '"1.0"', "not allowed in a SKILL.md"),
+    ],
+)
+def test_each_agent_skills_format_rule_refuses_a_violation(sandbox, key, value, message):
+    set_template_field(sandbox, key, value)
+    result = skills(sandbox, "generate")
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_the_rendered_skill_md_is_checked_by_the_same_rules(sandbox):
+    """Validate reads the output too: a hand-added field in skills/ is caught, not only in the template."""
+    path = sandbox / "skills" / SKILL / "SKILL.md"
+    path.write_text(path.read_text().replace("\nmetadata:\n", "\nauthor: someone\nmetadata:\n", 1))
+    assert_fails_with_fix(sandbox, "stale: skills/spark-real-time-mode/SKILL.md", "author are not allowed")
+
+
+def test_the_version_is_in_metadata_and_the_changelog_must_name_it(sandbox):
+    skill_md = (sandbox / "skills" / SKILL / "SKILL.md").read_text()
+    assert f'\nmetadata:\n  version: "{VERSION}"\n---\n' in skill_md
+    changelog = sandbox / TEMPLATES / SKILL / "CHANGELOG.md"
+    changelog.write_text(changelog.read_text().replace(f"## {VERSION}", "## 9.9.9", 1))
+    assert skills(sandbox, "generate").returncode == 0
+    assert_fails_with_fix(sandbox, f"its newest entry must be '## {VERSION}'")
+
+
+def test_a_link_to_a_missing_file_is_caught(sandbox):
+    page = sandbox / "docs" / "reference" / "errors.md"
+    page.write_text(page.read_text() + "\nSee [the sizing](slot-sizing.md) and [gone](../../skills/x.md).\n")
+    assert skills(sandbox, "generate").returncode == 0
+    text = (sandbox / "skills" / SKILL / "references" / "errors.md").read_text()
+    assert "[the sizing](slot-sizing.md)" in text  # resolves: stays a link
+    path = sandbox / "skills" / SKILL / "references" / "errors.md"
+    path.write_text(text.replace("(slot-sizing.md)", "(no-such-file.md)"))
+    assert_fails_with_fix(sandbox, "link target 'no-such-file.md' is not a file inside the skill")
+
+
+def test_word_budget_is_enforced_per_file(sandbox):
+    page = sandbox / "docs" / "reference" / "errors.md"
+    page.write_text(page.read_text() + "\n" + "word " * 2500 + "\n")
+    assert skills(sandbox, "generate").returncode == 0
+    assert_fails_with_fix(sandbox, "references/errors.md: 25", "over the budget of 2500")
+    template = sandbox / TEMPLATES / SKILL / "SKILL.md"
+    page.write_text(ERRORS_PAGE)
+    template.write_text(template.read_text() + "\n" + "word " * 2000 + "\n")
+    assert skills(sandbox, "generate").returncode == 0
+    assert_fails_with_fix(sandbox, "SKILL.md: 2", "over the budget of 2000")
+
+
+def test_a_reference_no_route_reaches_is_caught(sandbox):
+    (sandbox / "docs" / "reference" / "orphan.md").write_text(
+        "---\ntitle: Orphan\ndescription: A page the template does not route to.\n---\n\n# Orphan\n\nText.\n"
+    )
+    assert skills(sandbox, "generate").returncode == 0
+    assert_fails_with_fix(sandbox, "references/orphan.md: no link from SKILL.md reaches it")
+
+
+SPLIT_PAGE = """---
+title: Sink
+description: A sink page split over two skill references.
+skill_references:
+  sink-ops:
+    title: "Sink: operating it"
+    description: Running the sink.
+---
+
+# Sink
+
+## Writing
+
+See [budget](#budget) and [walkthrough](#walkthrough).
+
+Verified by `tests/x.py::test_writes` on Spark 4.3.0.
+
+<!-- skill-omit -->
+
+## Walkthrough
+
+A long walkthrough.
+
+<!-- /skill-omit -->
+
+<!-- skill-text: The walkthrough is on the site. -->
+
+<!-- skill: sink-ops -->
+
+## Budget
+
+Back to [writing](#writing).
+
+Verified by `tests/x.py::test_budget` and `tests/x.py::test_more` on Spark 4.3.0 with the Kafka connector 4.2.0.
+"""
+
+
+def test_a_page_split_over_references_keeps_links_and_gathers_proofs(sandbox):
+    (sandbox / "docs" / "guides").mkdir()
+    (sandbox / "docs" / "guides" / "sink.md").write_text(SPLIT_PAGE)
+    assert skills(sandbox, "generate").returncode == 0
+    refs = sandbox / "skills" / SKILL / "references"
+    main, ops = (refs / "sink.md").read_text(), (refs / "sink-ops.md").read_text()
+    assert "## Budget" not in main and "# Sink: operating it\n\n## Budget" in ops
+    assert "[budget](sink-ops.md#budget)" in main and "[writing](sink.md#writing)" in ops
+    # The omitted section is gone, a link to it names the docs page, and the skill-only line shows.
+    assert "A long walkthrough" not in main and "walkthrough (docs page `docs/guides/sink.md#walkthrough`)" in main
+    assert "The walkthrough is on the site." in main
+    # Proof lines: one list at the end, tests named, linked to their section, versions stated once.
+    assert "Verified by" not in main + ops
+    assert main.rstrip().endswith("- [Writing](#writing): `tests/x.py::test_writes`")
+    assert ops.rstrip().endswith("- [Budget](#budget): `tests/x.py::test_budget` and `tests/x.py::test_more`")
+
+
+def test_an_asset_block_becomes_a_skill_file(sandbox):
+    (sandbox / "snippets" / "jvm").mkdir()
+    (sandbox / "snippets" / "jvm" / "W.java").write_text("class W {}\n")
+    page = sandbox / "docs" / "reference" / "errors.md"
+    text = page.read_text().replace("---\n\n", "skill_assets:\n  - snippets/jvm/W.java\n---\n\n", 1)
+    page.write_text(text + '\n```java\n--8<-- "snippets/jvm/W.java"\n```\n')
+    assert skills(sandbox, "generate").returncode == 0, skills(sandbox, "generate").stderr
+    skill_dir = sandbox / "skills" / SKILL
+    assert (skill_dir / "assets" / "jvm" / "W.java").read_text() == "class W {}\n"
+    assert "[W.java](../assets/jvm/W.java)" in (skill_dir / "references" / "errors.md").read_text()
+    assert skills(sandbox, "validate").returncode == 0
+
+
+def test_an_unknown_case_in_the_template_is_refused(sandbox):
+    template = sandbox / TEMPLATES / SKILL / "SKILL.md"
+    template.write_text(template.read_text() + "\n| x | {{ case sink-nothing }} | [e](references/errors.md) |\n")
+    result = skills(sandbox, "generate")
+    assert result.returncode == 2 and "no support-matrix case sink-nothing" in result.stderr
+
+
+def test_no_template_or_second_skill_under_skills():
+    """A tool that scans skills/ for SKILL.md must find exactly the rendered skill."""
+    found = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "skills").rglob("SKILL.md"))
+    assert found == [f"skills/{SKILL}/SKILL.md"]
+    assert "--8<--" not in (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+
+
+# ---- The "Can I ...?" table -----------------------------------------------------------------------------------------
+
+CAN_I_ROWS = 20
+
+
+def can_i_rows() -> list[list[str]]:
+    text = (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+    section = text.split("## Can I ...?", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| Can I")]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def section_of(path: Path, anchor: str) -> str:
+    """A heading's text up to the next heading of the same or a higher level."""
+    from skillgen.markdown import slugify, strip_fenced
+
+    lines = strip_fenced(path.read_text()).splitlines()
+    for index, line in enumerate(lines):
+        heading = re.match(r"^(#{1,6})\s+(.*)$", line)
+        if heading and slugify(heading[2]) == anchor:
+            level, out = len(heading[1]), []
+            for rest in lines[index + 1 :]:
+                nxt = re.match(r"^(#{1,6})\s", rest)
+                if nxt and len(nxt[1]) <= level:
+                    break
+                out.append(rest)
+            return "\n".join(out)
+    raise AssertionError(f"{path.name} has no heading #{anchor}")
+
+
+def test_can_i_table_rows_link_existing_sections_that_back_them():
+    rows = can_i_rows()
+    assert len(rows) == CAN_I_ROWS, [r[0] for r in rows]
+    skill_dir = ROOT / "skills" / SKILL
+    for question, oss, databricks, proof in rows:
+        links = re.findall(r"\]\((references/[^)#]+)#([^)]+)\)", proof)
+        assert links, f"{question}: no link to a section"
+        sections = [(skill_dir / file, section_of(skill_dir / file, anchor), anchor) for file, anchor in links]
+        if oss.startswith(("**Yes**", "**No**")):
+            # An OSS answer is a tested claim: a linked section is in its reference's list of tests, or names one.
+            assert any(
+                f"](#{anchor})" in path.read_text().split("## Tests behind this reference", 1)[-1] or "`tests/" in text
+                for path, text, anchor in sections
+            ), f"{question}: no linked section names a test"
+        if oss.startswith("Not run here"):
+            assert any("Not run here" in text for _, text, _ in sections), f"{question}: no 'Not run here' label"
+        if databricks != "-":
+            assert any("Databricks" in text for _, text, _ in sections), f"{question}: no Databricks source linked"
+
+
+def test_can_i_rows_about_cases_say_what_the_case_list_says():
+    """Rows about sources, sinks, operators and errors are rendered from the tested cases, not typed."""
+    from probes.mistakes import MISTAKES
+    from probes.support_matrix import CASES
+
+    rows = {row[0]: row for row in can_i_rows()}
+    cases = {c.id: c for c in CASES}
+    assert cases["sink-foreachbatch"].expected.error in rows["use `foreachBatch`?"][1]
+    assert cases["sink-foreachbatch"].databricks == rows["use `foreachBatch`?"][2]
+    assert (
+        cases["operator-dropduplicateswithinwatermark"].expected.error
+        in rows["use `dropDuplicatesWithinWatermark`?"][1]
+    )
+    boolean = next(m for m in MISTAKES if m.id == "boolean_trigger")
+    assert (
+        boolean.expected.error in rows["write `trigger(realTime=True)`?"][1]
+        and boolean.fix in rows["write `trigger(realTime=True)`?"][1]
+    )
