@@ -418,6 +418,8 @@ class ConnectionBudgetError(ValueError):
 def server_connection_limit(dsn: str) -> int:
     """Connections ordinary roles may open: max_connections less the slots reserved for superusers (and, from
     Postgres 16, for pg_use_reserved_connections)."""
+    import psycopg2  # imported here too, so this section runs when copied on its own
+
     with psycopg2.connect(dsn, connect_timeout=5) as conn, conn.cursor() as cur:
         cur.execute(
             "SELECT sum(setting::int * CASE name WHEN 'max_connections' THEN 1 ELSE -1 END) FROM pg_settings "

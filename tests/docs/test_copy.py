@@ -14,6 +14,8 @@ Conventions on a page (all compatible with tests/docs/test_examples.py and the s
 - A block of another language with `title="some/path"` is a file the reader saves: it is written to that path in the
   folder before anything runs. A Java block that includes a whole `snippets/jvm/<path>` file is saved at `<path>`
   (the page says "save it as rtmlab/X.java"), for the build recipe that follows.
+- A skill reference that links a file in the skill's `assets/jvm/` (the JVM writer's source) gets it saved at its
+  path under `assets/jvm/`, as the page version saves the Java block.
 - A shell block (`bash`/`sh`) that includes a `snippets/**/*.sh` file, or is marked `{copy="run"}`, is a build step:
   it runs in the folder, in page order, before the Python program (e.g. the JVM writer's `javac` + `jar` recipe).
 
@@ -93,6 +95,7 @@ SETTINGS = re.compile(r'(\w+)="([^"]*)"')
 NOT_RUN_NOTE = re.compile(r"^\*Not run by the tests: (?P<reason>.*)\.\*$")
 SHELL = {"bash", "sh", "shell", "console"}
 JVM_SOURCES = "snippets/jvm/"
+SKILL_ASSET = re.compile(r"\]\(\.\./assets/jvm/([^)]+)\)")
 
 
 def save(path: Path, text: str) -> None:
@@ -302,6 +305,11 @@ def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tm
 
     folder = tmp_path_factory.mktemp(path.stem)
     assert ROOT not in folder.parents
+    if path.is_relative_to(SKILL / "references"):
+        # The skill carries a whole source file as an asset (the reference links it): saved where its package puts it.
+        for asset in SKILL_ASSET.findall(path.read_text(encoding="utf-8")):
+            save(folder / asset, (SKILL / "assets" / "jvm" / asset).read_text(encoding="utf-8").rstrip("\n"))
+            counts["files"] += 1
     for block in page.blocks:
         if block.language not in {"python", "py"} and block.settings.get("title", "Prints") != "Prints":
             save(folder / block.settings["title"], block.code)

@@ -531,3 +531,20 @@ def test_can_i_rows_about_cases_say_what_the_case_list_says():
         boolean.expected.error in rows["write `trigger(realTime=True)`?"][1]
         and boolean.fix in rows["write `trigger(realTime=True)`?"][1]
     )
+
+
+def test_the_packaged_skill_loads_as_is(tmp_path):
+    """What `make skill` ships: unzipped into a skills folder, the folder alone passes the format and link rules."""
+    from skillgen.checks import link_problems
+    from skillgen.frontmatter import frontmatter_problems
+
+    result = skills(ROOT, "package", "--out", str(tmp_path / "dist"))
+    assert result.returncode == 0, result.stderr
+    with zipfile.ZipFile(tmp_path / "dist" / f"{SKILL}.zip") as zf:
+        zf.extractall(tmp_path / "skills")
+    folder = tmp_path / "skills" / SKILL
+    assert sorted(p.name for p in folder.iterdir()) == ["CHANGELOG.md", "SKILL.md", "assets", "references"]
+    problems = frontmatter_problems((folder / "SKILL.md").read_text(), "SKILL.md", SKILL, skill=True)
+    for path in sorted(folder.rglob("*.md")):
+        problems += link_problems(path, path.read_text(), folder)
+    assert problems == []
