@@ -93,6 +93,7 @@ PAGE_TIMEOUT_S = 900
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 SETTINGS = re.compile(r'(\w+)="([^"]*)"')
 NOT_RUN_NOTE = re.compile(r"^\*Not run by the tests: (?P<reason>.*)\.\*$")
+SOURCE_NOTE = re.compile(r"^<!-- source: (?P<specs>.+?) -->$")
 SHELL = {"bash", "sh", "shell", "console"}
 JVM_SOURCES = "snippets/jvm/"
 SKILL_ASSET = re.compile(r"\]\(\.\./assets/jvm/([^)]+)\)")
@@ -165,6 +166,10 @@ def parse_page(path: Path) -> Page:
         settings = dict(SETTINGS.findall(info))
         code = "\n".join(preprocessor.run(body)) if any("--8<--" in line for line in body) else "\n".join(body)
         includes = re.findall(r'--8<--\s+"([^"]+)"', "\n".join(body))
+        # In a skill file the include is already expanded; the renderer's note above the block names its source.
+        source = SOURCE_NOTE.match(lines[i - 1].strip()) if i else None
+        if source and not includes:
+            includes = source["specs"].split(", ")
         block = Block(i + 1, language, settings, code, includes)
         if settings.get("test") == "skip":
             block.fragment_reason = settings.get("reason", "").strip() or "(no reason given)"
