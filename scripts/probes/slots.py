@@ -10,6 +10,7 @@ slots when its first batch starts, and a standalone cluster's executors may stil
 """
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -126,19 +127,25 @@ def _watch(spark, query, bootstrap, sink, partitions, outcome: Outcome, timeout_
             return  # outcome stays "timeout", with the partitions seen so far
         if outcome.outcome == "failed":
             return
-        _sample_running(spark, outcome)
         outcome.outcome = "ran"
         outcome.needed_while_running = slots_needed(query, SOURCE_PARTITIONS[outcome.example]).total
+        _sample_running(spark, outcome, outcome.needed_while_running)
         if -1 not in first_seen:
             outcome.arrival_spread_ms = max(first_seen.values()) - min(first_seen.values())
     finally:
         consumer.close()
 
 
-def _sample_running(spark, outcome: Outcome) -> None:
-    """Stages and running tasks are sampled: keep the fullest view over a second of the running batch."""
+def _sample_running(spark, outcome: Outcome, needed: int) -> None:
+    """Stages and running tasks are sampled: keep the fullest view of the running batch. Sample for at least a second
+    and until the active stages' tasks reach `needed` (at most 10 s): a sample taken at a batch boundary, on a busy
+    machine, sees the next batch's stages start one by one. If Spark ran the stages one after another, the sum would
+    never reach `needed` and the test reading it fails."""
     tracker = spark.sparkContext.statusTracker()
-    for _ in range(10):
+    deadline = time.monotonic() + 10.0
+    for n in itertools.count():
+        if n >= 10 and (sum(outcome.stages) >= needed or time.monotonic() > deadline):
+            return
         for executor, running in _running_tasks_per_executor(spark).items():
             outcome.tasks_per_executor[executor] = max(outcome.tasks_per_executor.get(executor, 0), running)
         infos = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
