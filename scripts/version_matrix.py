@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Run the quick start, the trigger cases and the support matrix on each PySpark version a reader may be on.
 
-  python scripts/version_matrix.py                      every version (4.1.4, 4.2.1, 4.3.0), one after the other
-  python scripts/version_matrix.py --pyspark 4.1.4 --only quickstart-keyword --output /tmp/vm.json
+  python scripts/version_matrix.py     every version (4.1.4, 4.2.1, 4.3.0), one after the other, into docs/results
+  python scripts/version_matrix.py --pyspark 4.1.4 --only quickstart-keyword --output /tmp/vm.json     a trial
 
 Each version gets a venv of its own under the lab folder (RTM_LAB_DIR/version-matrix/pyspark-VERSION, built once from
 PyPI with the project's other pinned packages, reused afterwards; the project's .venv is never touched) and the Kafka
@@ -91,11 +91,12 @@ def run_version(version: str, python: Path, bootstrap: str, only: list[str], spa
         command = [str(python), "-m", "probes.version_cases", "--jars", ",".join(map(str, connector))]
         command += ["--output", str(out), "--spark-log", str(spark_log)]
         command += [arg for case in only for arg in ("--only", case)]
-        # stdout carries only the Python workers' chatter: it goes beside Spark's log; stderr has the progress lines.
-        with spark_log.with_suffix(".stdout.log").open("w") as chatter:
-            done = subprocess.run(command, env=child_env(bootstrap), cwd=tmp, stdout=chatter, check=False)
+        # stdout has the progress lines; stderr (Spark's Python workers' chatter, a crash's traceback) goes to a file.
+        stderr_log = spark_log.with_suffix(".stderr.log")
+        with stderr_log.open("w") as chatter:
+            done = subprocess.run(command, env=child_env(bootstrap), cwd=tmp, stderr=chatter, check=False)
         if done.returncode != 0 or not out.is_file():
-            raise LabError(f"the cases under PySpark {version} stopped with exit {done.returncode}; see above")
+            raise LabError(f"the cases under PySpark {version} stopped with exit {done.returncode}; see {stderr_log}")
         report = json.loads(out.read_text())
     report["connector"] = [f"{j.artifact}:{j.version}" for j in jars.locked(group)]
     return report
@@ -122,7 +123,10 @@ def parse_args(argv: list[str] | None):
         "--only", action="append", default=[], metavar="CASE_ID", help="run only this case (repeatable; for trials)"
     )
     parser.add_argument(
-        "--output", type=cli.json_output, default=DEFAULT_OUTPUT, help="results JSON; the table goes beside it as .md"
+        "--output",
+        type=cli.json_output,
+        default=None,
+        help=f"results JSON; the table goes beside it as .md (default {DEFAULT_OUTPUT.relative_to(PROJECT_ROOT)})",
     )
     parser.add_argument(
         "--venvs", type=Path, default=None, help="where the venvs live (default: RTM_LAB_DIR/version-matrix)"
@@ -131,6 +135,9 @@ def parse_args(argv: list[str] | None):
     unknown = [c for c in args.only if c not in case_ids]
     if unknown:
         parser.error(f"unknown case {unknown[0]!r}; known: {', '.join(case_ids)}")
+    if (args.only or args.pyspark) and args.output is None:
+        parser.error("a partial run (--only, --pyspark) needs --output: it would replace the committed full matrix")
+    args.output = args.output or DEFAULT_OUTPUT
     if args.venvs is not None and args.venvs.exists() and not args.venvs.is_dir():
         parser.error(f"--venvs {str(args.venvs)!r} exists and is not a folder")
     return args

@@ -224,9 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="rtm-version-matrix-") as tmp:
             for index, case in enumerate(cases, start=1):
-                print(f"  [{index}/{len(cases)}] {case.id} ...", end=" ", file=sys.stderr, flush=True)
+                # Progress on stdout: stderr is where Spark's Python workers talk, and the caller files it away.
+                print(f"  [{index}/{len(cases)}] {case.id} ...", end=" ", flush=True)
                 result = run_case(case, spark, bootstrap, Path(tmp) / case.id, keyword)
-                print(result.get("value") or f"{result['kind']} {result.get('error') or ''}".strip(), file=sys.stderr)
+                print(result.get("value") or f"{result['kind']} {result.get('error') or ''}".strip(), flush=True)
                 results.append(result)
     finally:
         for query in spark.streams.active:

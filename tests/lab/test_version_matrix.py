@@ -33,8 +33,9 @@ def env(tmp_path) -> dict[str, str]:
         (["--output", "/no/such/folder/m.json"], "does not exist"),
         (["--venvs", str(SCRIPT)], "exists and is not a folder"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--pyspark", "4.1.4"], "a partial run (--only, --pyspark) needs --output"),
     ],
-    ids=["version", "case", "suffix", "folder", "venvs", "option"],
+    ids=["version", "case", "suffix", "folder", "venvs", "option", "partial"],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_started(env, tmp_path, args, why):
     result = subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True, text=True, timeout=120)
