@@ -2,12 +2,13 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: help setup demo test test-fast lint format lab-up lab-down lab-status clean docs docs-build skill
+.PHONY: help setup demo test test-fast test-versions lint format lab-up lab-down lab-status clean docs docs-build skill
 
 help:
 	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, ~30 s)"
 	@echo "make test    set up everything, then lint and run the whole test suite"
 	@echo "make test-fast   lint, docs, skill, generators and quick Spark cases only (pytest -m 'not slow', < 3 min)"
+	@echo "make test-versions   quick start, trigger and support-matrix cases on PySpark 4.1.4, 4.2.1 and 4.3.0 (heavy)"
 	@echo "make setup   venv, pinned packages, Java check, PostgreSQL binaries, jars"
 	@echo "make lab-up / lab-down / lab-status   the local Kafka + PostgreSQL services"
 	@echo "make format  apply ruff's formatting and safe fixes"
@@ -38,6 +39,12 @@ test: setup lint
 
 test-fast: setup lint
 	$(PY) -m pytest -m "not slow"
+
+# Not part of `make test`: it builds a venv per PySpark version and runs every case on each (tens of minutes). It
+# rewrites docs/results/version-matrix.{json,md}, which the tables check keeps in step.
+test-versions: $(VENV)/.installed
+	$(PY) scripts/lab.py setup
+	$(PY) scripts/version_matrix.py
 
 format: $(VENV)/.installed
 	$(PY) -m ruff check --fix .

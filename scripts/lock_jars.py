@@ -34,6 +34,20 @@ PINNED = {
         ("org.apache.commons", "commons-pool2", "2.13.1"),
     ],
     "postgres-jdbc": [("org.postgresql", "postgresql", "42.7.14")],
+    # Only scripts/version_matrix.py loads these (versions.VERSION_MATRIX_CONNECTORS): the connector and the
+    # kafka-clients / commons-pool2 versions its POM names, for the older PySpark lines.
+    "spark-kafka-connector-4.1": [
+        ("org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.1.3"),
+        ("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", "4.1.1"),
+        ("org.apache.kafka", "kafka-clients", "3.9.1"),
+        ("org.apache.commons", "commons-pool2", "2.12.1"),
+    ],
+    "spark-kafka-connector-4.2": [
+        ("org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.2.0"),
+        ("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", "4.2.0"),
+        ("org.apache.kafka", "kafka-clients", "3.9.2"),
+        ("org.apache.commons", "commons-pool2", "2.13.1"),
+    ],
 }
 
 

@@ -5,6 +5,7 @@
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md (and latency.png) from the latency benchmark's JSON
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink   likewise, from their benchmark's JSON
+  python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
 
 The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
@@ -76,6 +77,12 @@ def _kafka_tuning_markdown():
     return markdown
 
 
+def _version_matrix_markdown():
+    from probes.version_cases import markdown
+
+    return markdown
+
+
 def _sink_markdown():
     from benchmarks.sink import markdown
 
@@ -92,6 +99,7 @@ TABLES = {
     "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", _sweep_markdown)),
     "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", _kafka_tuning_markdown)),
     "sink": Table("sink.md", _from_json("sink.json", _sink_markdown)),
+    "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", _version_matrix_markdown)),
 }
 
 

@@ -23,17 +23,12 @@ import time
 from pathlib import Path
 
 from benchmarks import interval_sweep
+from benchmarks.latency_report import TRIGGERS
 from rtm_lab import cli, plans
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
 
 MODES = ("microbatch_500ms", "microbatch_0", "microbatch_async", "realtime")
-TRIGGERS = {
-    "microbatch_500ms": 'processingTime="500 milliseconds"',
-    "microbatch_0": 'processingTime="0 seconds" (no interval)',
-    "microbatch_async": 'processingTime="0 seconds", asyncProgressTrackingEnabled',
-    "realtime": 'realTime="{rtm_interval}"',
-}
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 QUICK = {"rates": [1000], "seconds": 6.0, "warmup": 1.0}
 FULL = {"rates": [2000, 1000, 10000], "seconds": 60.0, "warmup": 5.0}

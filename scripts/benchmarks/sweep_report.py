@@ -49,7 +49,7 @@ def _count(value) -> str:
 def trigger(row: dict, result: dict) -> str:
     if row["mode"] == "realtime":
         return f'`realTime="{row["rtm_interval"]}"`'
-    return f"`{result['triggers'].get(row['mode'], '')}`"
+    return f"`{latency_report.trigger_text(row['mode'], result)}`"
 
 
 def table_rows(result: dict) -> list[list[str]]:

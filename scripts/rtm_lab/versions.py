@@ -14,3 +14,14 @@ SPARK_KAFKA_CONNECTOR_VERSION = "4.2.0"
 KAFKA_CLIENTS_VERSION = "3.9.2"
 JAVA_MIN_MAJOR = 17
 POSTGRES_DEBIAN_PACKAGE = "postgresql"
+
+# The PySpark versions `make test-versions` (scripts/version_matrix.py) runs the quick start, the trigger cases and the
+# support matrix on, each in a venv of its own, with the `jars.lock.json` group of Kafka connector jars it loads.
+# Maven Central, as reachable here, has no connector of the exact patch release for any of them: each gets the newest
+# of its own line that is published (4.1.3, with the 4.1 line's newest token provider, 4.1.1; 4.2.0), and 4.3.0 the
+# project's own.
+VERSION_MATRIX_CONNECTORS = {
+    "4.1.4": "spark-kafka-connector-4.1",
+    "4.2.1": "spark-kafka-connector-4.2",
+    SPARK_VERSION: "spark-kafka-connector",
+}
