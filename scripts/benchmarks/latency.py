@@ -29,15 +29,24 @@ from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
 
 MODES = ("microbatch_500ms", "microbatch_0", "microbatch_async", "realtime")
+# The ad-attribution pipeline runs the JVM processor in every mode above; this mode runs the guide's Python processor
+# (which OSS Spark 4.3 refuses in real-time mode) with the 500 ms trigger, for the comparison the guide makes.
+PYTHON_MICROBATCH = "microbatch_500ms_python"
+ALL_MODES = (*MODES, PYTHON_MICROBATCH)
+AD_MODES = (PYTHON_MICROBATCH, "microbatch_500ms", "realtime")
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 QUICK = {"rates": [1000], "seconds": 6.0, "warmup": 1.0}
 FULL = {"rates": [2000, 1000, 10000], "seconds": 60.0, "warmup": 5.0}
+# The ad pipeline's full run: the rates the guide's targets name, each mode long enough for the state to level off.
+AD_FULL = {"rates": [1000, 5000], "seconds": 60.0, "warmup": 5.0}
 PARTITIONS = 2
 # Consumer fetch wait, the same in every mode. With fetch.min.bytes=1 the broker answers a fetch as soon as a record
 # arrives, so this bounds how long an empty fetch is parked on the broker; Spark's real-time docs suggest lowering
 # Kafka's 500 ms default, and the benchmark takes the low side so no mode waits on it.
 FETCH_MAX_WAIT_MS = 10
 RTM_INTERVAL = "5 seconds"
+# The ad pipeline runs at the interval Spark's real-time guide recommends (the snippet's REAL_TIME_INTERVAL).
+AD_RTM_INTERVAL = "5 minutes"
 CHILD_TIMEOUT_S = 600
 PRIMING = 10
 
@@ -59,13 +68,15 @@ def settings(
 # ---------------------------------------------------------------- child: one mode in its own Spark session
 
 PIPELINES = ("passthrough", "ad_attribution")
-AD_WINDOW_MS = 60_000  # longer than any run: every ack finds its request, no session expires while measuring
+# Each ack follows its request at once, so every ack finds its request well within the window, and each key's timer
+# clears it 30 s after its first event: the state levels off at about rate/2 x 30 s keys in a 60 s run.
+AD_WINDOW_MS = 30_000
 
 
 def ad_event(seq: int) -> dict:
     """Even numbers are a session's ad request, the next odd number its ack; output ids are the acks' ids."""
     kind = "request" if seq % 2 == 0 else "ack"
-    return {"session_id": f"s{seq // 2}", "kind": kind, "event_id": seq, "ad_id": "ad-1"}
+    return {"session_id": f"s{seq // 2}", "campaign_id": "c-1", "kind": kind, "event_id": seq, "ad_id": "ad-1"}
 
 
 class Pipeline:
@@ -87,18 +98,24 @@ class Pipeline:
                 {**ad_event(j), "session_id": f"prime{j // 2}", "event_id": -PRIMING + j} for j in range(PRIMING)
             ]
             self.slots = 2 * PARTITIONS  # real-time mode schedules the source and the shuffle stage at once
-            self.conf = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER}
+            from rtm_lab.spark import session_jars
+
+            # The JVM processor's jar (snippets/jvm, built with the page's recipe) must be in spark.jars at start.
+            self.conf = {
+                "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+                "spark.jars": session_jars(jvm_snippets=True),
+            }
         else:
             raise ValueError(f"unknown pipeline {name!r}; expected one of {', '.join(PIPELINES)}")
 
-    def transform(self, raw):
+    def transform(self, raw, mode: str):
         if self.name == "passthrough":
             from snippets.quickstart.kafka_to_kafka import transform
 
             return transform(raw)
-        from snippets.guides.ad_attribution import attribute
+        from snippets.guides.ad_attribution import attribute, attribute_jvm
 
-        return attribute(raw, AD_WINDOW_MS)
+        return (attribute if mode == PYTHON_MICROBATCH else attribute_jvm)(raw, AD_WINDOW_MS)
 
     def outputs(self, sent: int) -> int:
         """How many sink records `sent` events must produce (the ad pipeline emits one match per ack)."""
@@ -122,14 +139,14 @@ def start_query(spark, mode: str, bootstrap: str, source: str, sink: str, checkp
         .load()
     )
     writer = (
-        pipeline.transform(raw)
+        pipeline.transform(raw, mode)
         .writeStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
     )
-    if mode == "microbatch_500ms":
+    if mode in ("microbatch_500ms", PYTHON_MICROBATCH):
         writer = writer.trigger(processingTime="500 milliseconds")
     elif mode == "microbatch_0":
         writer = writer.trigger(processingTime="0 seconds")
@@ -138,7 +155,7 @@ def start_query(spark, mode: str, bootstrap: str, source: str, sink: str, checkp
     elif mode == "realtime":
         writer = writer.trigger(realTime=cfg["rtm_interval"])
     else:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(ALL_MODES)}")
     return writer.start()
 
 
@@ -187,6 +204,32 @@ def batch_stats(query) -> dict:
     }
 
 
+def record_state(query, wall_t0: float, track: list) -> None:
+    """Append [seconds since production began, batch id, state rows] for every batch end not yet in `track`.
+
+    The driver learns the state's size only from progress, which a query reports at each batch end: every trigger in
+    micro-batch, every `realTime` interval in real-time mode."""
+    seen = {batch for _, batch, _ in track}
+    for p in query.recentProgress:
+        if p["batchId"] in seen or not p.get("stateOperators"):
+            continue
+        start = dt.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00")).timestamp()
+        end = start + p["durationMs"].get("triggerExecution", 0) / 1000
+        track.append([round(end - wall_t0, 1), p["batchId"], sum(op["numRowsTotal"] for op in p["stateOperators"])])
+    track.sort(key=lambda row: row[1])
+
+
+def slot_need(query) -> dict | None:
+    """Task slots the running query needs, from its physical plan, by the slot calculator of the slot-sizing page."""
+    from snippets.reference.slot_sizing import slots_needed
+
+    try:
+        need = slots_needed(query, PARTITIONS)
+    except ValueError:  # no batch planned yet
+        return None
+    return {"source": need.source_tasks, "shuffle": list(need.shuffle_tasks), "total": need.total}
+
+
 def run_mode(
     mode: str,
     bootstrap: str,
@@ -227,6 +270,9 @@ def run_mode(
             say(f"the query failed: {error_class(exc)}")
             return {"n": 0, "missing": None, "error": error_class(exc)}
         say(f"priming events delivered after {first:.1f}s; producing {rate:.0f} events/s for {seconds:.0f}s")
+        slots = slot_need(query)
+        state_track: list = []
+        wall_t0 = time.time()
         holder: dict = {}
         producer = threading.Thread(
             target=lambda: holder.update(
@@ -241,6 +287,7 @@ def run_mode(
         delivered = lambda: len(reader.seen_ids) - pipeline.priming_outputs  # noqa: E731
         while producer.is_alive():
             producer.join(timeout=2)
+            record_state(query, wall_t0, state_track)
             recent = [ms for event_id, ms in reader.samples[-int(rate * 2) :] if event_id >= 0]
             say(
                 f"t={time.monotonic() - t0:4.1f}s delivered={delivered():>7} "
@@ -252,6 +299,7 @@ def run_mode(
         with contextlib.suppress(WaitTimeout):
             wait_until(lambda: delivered() >= expected or query.exception(), max(30.0, seconds), "the last records")
         reader.stop()
+        record_state(query, wall_t0, state_track)
         if query.exception() is not None:
             raise RuntimeError(f"the query failed: {query.exception()}")
         warmup_ids = int(rate * warmup)
@@ -272,7 +320,16 @@ def run_mode(
             **engine_and_gc(spark, query),
             quantiles_ms=quantiles(steady),
             **batch_stats(query),
+            slots=pipeline.slots,
+            slots_needed=slots,
         )
+        if pipeline.name == "ad_attribution":
+            result.update(
+                window_ms=AD_WINDOW_MS,
+                state_rows=state_track,
+                state_rows_max=max((rows for *_, rows in state_track), default=None),
+                state_rows_last=state_track[-1][2] if state_track else None,
+            )
         if observe:
             from benchmarks import boundary_observer
 
@@ -298,7 +355,7 @@ def child_main(argv: list[str] | None = None) -> int:
         description="Run one mode of the latency benchmark in this process and write its result as JSON "
         "(normally started by `scripts/bench.py latency`).",
     )
-    parser.add_argument("--mode", choices=MODES, required=True)
+    parser.add_argument("--mode", choices=ALL_MODES, required=True)
     parser.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
     parser.add_argument("--rate", type=float, required=True, help="events per second")
     parser.add_argument("--seconds", type=cli.positive_float, required=True, help="how long to produce")
@@ -434,12 +491,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--warmup", type=cli.non_negative_float, help="seconds of events left out of percentiles (default 5; --quick 1)"
     )
     parser.add_argument(
-        "--mode", action="append", choices=MODES, help="run only these modes (repeatable; default: all four)"
+        "--mode",
+        action="append",
+        choices=ALL_MODES,
+        help="run only these modes (repeatable; default: the four trigger modes; with --pipeline ad_attribution: "
+        f"{', '.join(AD_MODES)}, where {PYTHON_MICROBATCH} is the Python processor and the others the JVM one)",
     )
     parser.add_argument(
         "--rtm-interval",
         action="append",
-        help=f"real-time batch duration (default {RTM_INTERVAL}); repeat it for the interval sweep (see --repeat)",
+        help=f"real-time batch duration (default {RTM_INTERVAL}; {AD_RTM_INTERVAL} with --pipeline ad_attribution); "
+        "repeat it for the interval sweep (see --repeat)",
     )
     interval_sweep.add_arguments(parser)
     parser.add_argument(
@@ -452,7 +514,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pipeline",
         choices=PIPELINES,
         default="passthrough",
-        help="passthrough: parse and re-encode JSON (default); ad_attribution: the guide's transformWithState query",
+        help="passthrough: parse and re-encode JSON (default); ad_attribution: the guide's transformWithState query "
+        "(JVM processor, and the Python one in micro-batch)",
     )
     parser.add_argument(
         "--json", required=True, type=cli.json_output, help="where to write the result JSON (a .md goes beside it)"
@@ -466,7 +529,14 @@ def main(args: argparse.Namespace, command: str) -> int:
     from rtm_lab import lab
     from rtm_lab.errors import LabError
 
-    preset = QUICK if args.quick else FULL
+    ad = args.pipeline == "ad_attribution"
+    if not ad and PYTHON_MICROBATCH in (args.mode or ()):
+        print(
+            f"error: --mode {PYTHON_MICROBATCH} runs the ad pipeline's Python processor; add --pipeline ad_attribution",
+            file=sys.stderr,
+        )
+        return 2
+    preset = QUICK if args.quick else AD_FULL if ad else FULL
     rates = args.rate or preset["rates"]
     seconds = args.seconds if args.seconds is not None else preset["seconds"]
     warmup = args.warmup if args.warmup is not None else preset["warmup"]
@@ -492,8 +562,10 @@ def main(args: argparse.Namespace, command: str) -> int:
             seconds,
             warmup,
             command,
-            tuple(args.mode or MODES),
-            settings((args.rtm_interval or [RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline),
+            tuple(args.mode or (AD_MODES if ad else MODES)),
+            settings(
+                (args.rtm_interval or [AD_RTM_INTERVAL if ad else RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline
+            ),
             args.trace_dir,
         )
         result["load_average"] = {"start": load_start, "end": load_average.snapshot()}

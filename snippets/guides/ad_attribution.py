@@ -1,12 +1,15 @@
-"""Ad attribution (requests matched to impressions, "acks") with Python transformWithState.
+"""Ad attribution (requests matched to impressions, "acks") with transformWithState, in Python and on the JVM.
 
-Per viewing session a value state holds the ad request, a list state holds acks that arrived before their request,
-and a processing-time timer closes the session after the attribution window: orphan acks and unacknowledged requests
-are reported, then every state variable is cleared, so state stays bounded whatever the input.
+Per key (viewing session, campaign) a value state holds the ad request, a list state holds acks that arrived before
+their request, and a processing-time timer closes the key after the attribution window: orphan acks and
+unacknowledged requests are reported, then every state variable is cleared, so state stays bounded whatever the input.
+The Python processor runs in micro-batch; its JVM twin (snippets/jvm/rtmlab/AdAttributionProcessor.java) runs in
+real-time mode, which OSS Spark 4.3 refuses for the Python operator.
 
 Run it against the lab (`eval "$(python scripts/lab.py env)"` first):
 
-    python snippets/guides/ad_attribution.py SOURCE_TOPIC SINK_TOPIC
+    python snippets/guides/ad_attribution.py SOURCE_TOPIC SINK_TOPIC            (Python, micro-batch)
+    python snippets/guides/ad_attribution.py SOURCE_TOPIC SINK_TOPIC --jvm      (JVM, real-time mode)
 """
 
 import os
@@ -37,6 +40,7 @@ ACK_STATE = StructType([StructField("ack_id", LongType()), StructField("source_t
 OUTPUT = StructType(
     [
         StructField("session_id", StringType()),
+        StructField("campaign_id", StringType()),
         StructField("outcome", StringType()),  # matched | orphan_ack | unacked_request
         StructField("id", LongType()),  # the ack's event id, or the request's for unacked_request
         StructField("request_id", LongType()),
@@ -57,9 +61,9 @@ class AdAttribution(StatefulProcessor):
         self.early_acks = handle.getListState("early_acks", ACK_STATE)
 
     def handleInputRows(self, key, rows: Iterator[Row], timerValues: TimerValues) -> Iterator[Row]:
-        (session_id,) = key
+        session_id, campaign_id = key
         if not list(self.handle.listTimers()):
-            # One timer per session, from its first event: the attribution window.
+            # One timer per key, from its first event: the attribution window.
             self.handle.registerTimer(timerValues.getCurrentProcessingTimeInMs() + self.window_ms)
         request = self.request.get()
         matched = []
@@ -80,6 +84,7 @@ class AdAttribution(StatefulProcessor):
         for ack_id, ts in matched:
             yield Row(
                 session_id=session_id,
+                campaign_id=campaign_id,
                 outcome="matched",
                 id=ack_id,
                 request_id=request[0],
@@ -88,11 +93,12 @@ class AdAttribution(StatefulProcessor):
             )
 
     def handleExpiredTimer(self, key, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo) -> Iterator[Row]:
-        (session_id,) = key
+        session_id, campaign_id = key
         request = self.request.get()
         if request is not None and request[3] == 0:
             yield Row(
                 session_id=session_id,
+                campaign_id=campaign_id,
                 outcome="unacked_request",
                 id=request[0],
                 request_id=request[0],
@@ -103,13 +109,14 @@ class AdAttribution(StatefulProcessor):
             for ack_id, ack_ts in self.early_acks.get():
                 yield Row(
                     session_id=session_id,
+                    campaign_id=campaign_id,
                     outcome="orphan_ack",
                     id=ack_id,
                     request_id=None,
                     ad_id=None,
                     source_ts_ms=ack_ts,
                 )
-        # The window is over: nothing of this session stays in the state store.
+        # The window is over: nothing of this key stays in the state store.
         self.request.clear()
         self.early_acks.clear()
 
@@ -127,6 +134,7 @@ from pyspark.sql.streaming import StreamingQuery  # noqa: E402
 EVENT = StructType(
     [
         StructField("session_id", StringType()),
+        StructField("campaign_id", StringType()),
         StructField("kind", StringType()),  # request | ack
         StructField("event_id", LongType()),
         StructField("ad_id", StringType()),
@@ -140,18 +148,31 @@ STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
-def attribute(raw: DataFrame, window_ms: int) -> DataFrame:
-    events = raw.select(
+def parse_events(raw: DataFrame) -> DataFrame:
+    """Kafka rows -> the event columns, plus the record's Kafka timestamp in ms (to measure each match's latency)."""
+    return raw.select(
         F.from_json(F.col("value").cast("string"), EVENT).alias("e"),
         F.unix_millis(F.col("timestamp")).alias("source_ts_ms"),
     ).select("e.*", "source_ts_ms")
-    out = events.groupBy("session_id").transformWithState(
-        statefulProcessor=AdAttribution(window_ms),
-        outputStructType=OUTPUT,
-        outputMode="Update",
-        timeMode="ProcessingTime",
-    )
+
+
+def to_kafka(out: DataFrame) -> DataFrame:
     return out.select(F.col("session_id").alias("key"), F.to_json(F.struct("*")).alias("value"))
+
+
+def attribute(raw: DataFrame, window_ms: int) -> DataFrame:
+    # The composite key the article groups by: all events of one session and campaign meet in one state instance.
+    out = (
+        parse_events(raw)
+        .groupBy("session_id", "campaign_id")
+        .transformWithState(
+            statefulProcessor=AdAttribution(window_ms),
+            outputStructType=OUTPUT,
+            outputMode="Update",
+            timeMode="ProcessingTime",
+        )
+    )
+    return to_kafka(out)
 
 
 def start_pipeline(
@@ -171,7 +192,8 @@ def start_pipeline(
     previous = spark.conf.getAll.get(STATE_STORE_CONF)
     spark.conf.set(STATE_STORE_CONF, ROCKSDB_PROVIDER)
     try:
-        return _start(spark, bootstrap, source_topic, sink_topic, checkpoint, window_ms, trigger)
+        out = attribute(read_kafka(spark, bootstrap, source_topic), window_ms)
+        return write_kafka(out, bootstrap, sink_topic, checkpoint, trigger or {"processingTime": MICRO_BATCH_INTERVAL})
     finally:
         if previous is None:
             spark.conf.unset(STATE_STORE_CONF)
@@ -179,36 +201,69 @@ def start_pipeline(
             spark.conf.set(STATE_STORE_CONF, previous)
 
 
-def _start(spark, bootstrap, source_topic, sink_topic, checkpoint, window_ms, trigger) -> StreamingQuery:
-    raw = (
+def read_kafka(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
+    return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", source_topic)
+        .option("subscribe", topic)
         .option("startingOffsets", "earliest")
         .load()
     )
+
+
+def write_kafka(out: DataFrame, bootstrap: str, topic: str, checkpoint: str, trigger: dict) -> StreamingQuery:
     return (
-        attribute(raw, window_ms)
-        .writeStream.format("kafka")
+        out.writeStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", sink_topic)
+        .option("topic", topic)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(**(trigger or {"processingTime": MICRO_BATCH_INTERVAL}))
+        .trigger(**trigger)
         .start()
     )
 
 
 # --8<-- [end:pipeline]
 
+# --8<-- [start:jvm]
+# The batch duration Spark's real-time guide recommends: rows are handled as they arrive; a batch (its checkpoint,
+# its progress report) ends every 5 minutes.
+REAL_TIME_INTERVAL = "5 minutes"
+
+
+def attribute_jvm(raw: DataFrame, window_ms: int) -> DataFrame:
+    """The same attribution by the JVM processor `rtmlab.AdAttributionProcessor`; its jar must be in `spark.jars`."""
+    spark = raw.sparkSession
+    out = spark._jvm.rtmlab.AdAttributionProcessor.attribute(parse_events(raw)._jdf, window_ms)
+    return to_kafka(DataFrame(out, spark))
+
+
+def start_real_time_pipeline(
+    spark: SparkSession,
+    bootstrap: str,
+    source_topic: str,
+    sink_topic: str,
+    checkpoint: str,
+    window_ms: int = 60_000,
+    interval: str = REAL_TIME_INTERVAL,
+) -> StreamingQuery:
+    """Kafka -> JVM ad attribution -> Kafka in real-time mode. Real-time mode uses RocksDB for state by default.
+    It needs a task slot for every source partition plus every shuffle partition (`spark.sql.shuffle.partitions`)."""
+    out = attribute_jvm(read_kafka(spark, bootstrap, source_topic), window_ms)
+    return write_kafka(out, bootstrap, sink_topic, checkpoint, {"realTime": interval})
+
+
+# --8<-- [end:jvm]
+
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4) or sys.argv[3:] not in ([], ["--jvm"]):
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector (and, with --jvm, the processor's jar) come from `spark.jars`, e.g. spark-submit --jars.
     # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    start = start_real_time_pipeline if sys.argv[3:] else start_pipeline
     with tempfile.TemporaryDirectory(prefix="ad-attribution-ckpt-") as checkpoint:
-        query = start_pipeline(
+        query = start(
             SparkSession.builder.appName("ad-attribution").getOrCreate(),
             os.environ["KAFKA_BOOTSTRAP_SERVERS"],
             sys.argv[1],

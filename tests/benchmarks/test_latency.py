@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.latency import MODES
+from benchmarks.latency import AD_MODES, AD_RTM_INTERVAL, MODES, PARTITIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 # On a quiet 2-core machine real-time p50 is single-digit ms and micro-batch's hundreds; 5x holds even when the
@@ -46,3 +46,32 @@ def test_quick_run_delivers_everything_and_real_time_is_far_faster(lab, tmp_path
     table = out.with_suffix(".md").read_text()
     assert "real-time mode" in table and result["command"] in table
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.slow
+def test_quick_ad_attribution_run_compares_jvm_real_time_with_both_processors_in_micro_batch(lab, tmp_path):
+    out = tmp_path / "ad.json"
+    cmd = [sys.executable, "scripts/bench.py", "latency", "--pipeline", "ad_attribution", "--quick", "--json", str(out)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    result = json.loads(out.read_text())
+    assert result["pipeline"] == "ad_attribution"
+    assert result["settings"]["rtm_interval"] == AD_RTM_INTERVAL  # the recommended interval, even in the smoke run
+    modes = result["modes"]
+    assert list(modes) == list(AD_MODES)
+    for mode, m in modes.items():
+        assert m["missing"] == 0 and m["delivered"] == m["expected"] > 0, (mode, m)
+        # The slot calculator on the running query: one task per source partition plus the shuffle (state) stage.
+        assert m["slots_needed"] == {"source": PARTITIONS, "shuffle": [2], "total": PARTITIONS + 2}, (mode, m)
+        assert m["slots_needed"]["total"] <= m["slots"]
+    for mode in ("microbatch_500ms_python", "microbatch_500ms"):
+        # Micro-batch reports the state at every trigger; the real-time batch of 5 minutes did not end in the run.
+        assert modes[mode]["state_rows_max"] > 0, modes[mode]
+    assert modes["realtime"]["state_rows"] == []
+
+    ratio = modes["microbatch_500ms_python"]["p50_ms"] / max(modes["realtime"]["p50_ms"], 1.0)
+    assert ratio >= MIN_P50_RATIO, modes
+    table = out.with_suffix(".md").read_text()
+    assert "real-time mode, JVM processor" in table and "Python processor" in table and result["command"] in table
