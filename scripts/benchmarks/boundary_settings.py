@@ -9,9 +9,7 @@ follow each other so a load change spreads over the rows instead of hitting one.
 """
 
 import argparse
-import datetime as dt
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,21 +64,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import latency, load_average
-    from rtm_lab import lab, machine
-    from rtm_lab.errors import LabError
+    from benchmarks import latency, run_record
 
     preset = QUICK if args.quick else FULL
     rate, seconds, warmup = args.rate or preset["rate"], args.seconds or preset["seconds"], preset["warmup"]
     chosen = [BY_NAME[n] for n in args.setting] if args.setting else list(SETTINGS)
-    load_start = load_average.snapshot()
-    load_average.warn_if_busy(load_start)
-    began = time.monotonic()
-    try:
-        state, started = lab.up(log=lambda line: print(line, flush=True))
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    run = run_record.Run(command)
+    services = run_record.lab_up()
+    if services is None:
         return 2
+    state, started = services
     done = []
     total = args.repeat * len(chosen)
     try:
@@ -97,8 +90,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        if started:
-            lab.down(only=started, log=lambda line: print(line, flush=True))
+        run_record.lab_down(started)
     rows = []
     for setting in chosen:
         row = interval_sweep.row(setting.name, "realtime", INTERVAL, [d for d in done if d["setting"] == setting.name])
@@ -117,12 +109,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         "repeat": args.repeat,
         "rows": rows,
         "settings": latency.settings(INTERVAL),
-        "versions": machine.pinned_versions(),
-        "machine": machine.describe(),
-        "load_average": {"start": load_start, "end": load_average.snapshot()},
-        "command": command,
-        "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "elapsed_s": round(time.monotonic() - began, 1),
+        **run.record(),
     }
     md = write(result, Path(args.json))
     print(markdown(result))

@@ -9,11 +9,9 @@ batch boundary where the cap allows; a row whose runs held none says so. The run
 """
 
 import argparse
-import datetime as dt
 import math
 import statistics
 import sys
-import time
 
 from benchmarks.boundaries import segment_medians
 from rtm_lab import cli
@@ -154,9 +152,7 @@ def assemble(done: list[dict], intervals: list[str], modes: list[str]) -> list[d
 
 
 def main(args: argparse.Namespace, command: str, rate: float, seconds: float, warmup: float, preset: dict) -> int:
-    from benchmarks import latency, load_average, sweep_report
-    from rtm_lab import lab, machine
-    from rtm_lab.errors import LabError
+    from benchmarks import latency, run_record, sweep_report
 
     intervals = args.rtm_interval or [latency.RTM_INTERVAL]
     repeat = args.repeat or 1
@@ -165,14 +161,11 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
     runs = plan(modes, intervals, repeat, seconds, warmup, max_seconds)
     estimate = sum(s + OVERHEAD_S for *_, s in runs) / 60
     print(f"interval sweep: {len(runs)} runs at {rate:,.0f} events/s, about {estimate:.0f} minutes", flush=True)
-    load_start = load_average.snapshot()
-    load_average.warn_if_busy(load_start)
-    began = time.monotonic()
-    try:
-        state, started = lab.up(log=lambda line: print(line, flush=True))
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    run = run_record.Run(command)
+    services = run_record.lab_up()
+    if services is None:
         return 2
+    state, started = services
     done = []
     try:
         for n, (i, mode, interval, secs) in enumerate(runs, 1):
@@ -186,8 +179,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        if started:
-            lab.down(only=started, log=lambda line: print(line, flush=True))
+        run_record.lab_down(started)
     cfg = latency.settings(intervals[0], args.fetch_wait_ms, args.pipeline)
     result = {
         "benchmark": "latency-sweep",
@@ -203,12 +195,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
         "rows": assemble(done, intervals, modes),
         "triggers": {m: latency.TRIGGERS[m] for m in modes if m != "realtime"},
         "settings": {**cfg, "rtm_interval": intervals},
-        "versions": machine.pinned_versions(),
-        "machine": machine.describe(),
-        "load_average": {"start": load_start, "end": load_average.snapshot()},
-        "command": command,
-        "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "elapsed_s": round(time.monotonic() - began, 1),
+        **run.record(),
     }
     md = sweep_report.write(result, args.json, args.plot)
     print(sweep_report.markdown(result))

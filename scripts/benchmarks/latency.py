@@ -433,15 +433,11 @@ def run(
     rates: list[float],
     seconds: float,
     warmup: float,
-    command: str,
     modes: tuple[str, ...] = MODES,
     cfg: dict | None = None,
     trace_dir: str | None = None,
 ) -> dict:
-    from rtm_lab import machine
-
     cfg = cfg or settings()
-    began = time.monotonic()
     runs = []
     total, done = len(rates) * len(modes), 0
     for rate in rates:
@@ -461,11 +457,6 @@ def run(
         "warmup_s": warmup,
         "triggers": {m: TRIGGERS[m].format(rtm_interval=cfg["rtm_interval"]) for m in modes},
         "settings": cfg,
-        "versions": machine.pinned_versions(),
-        "machine": machine.describe(),
-        "command": command,
-        "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "elapsed_s": round(time.monotonic() - began, 1),
     }
 
 
@@ -525,9 +516,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import latency_report, load_average
-    from rtm_lab import lab
-    from rtm_lab.errors import LabError
+    from benchmarks import latency_report, run_record
 
     ad = args.pipeline == "ad_attribution"
     if not ad and PYTHON_MICROBATCH in (args.mode or ()):
@@ -546,35 +535,31 @@ def main(args: argparse.Namespace, command: str) -> int:
         return 2
     if interval_sweep.wanted(args):
         return interval_sweep.main(args, command, rates[0], seconds, warmup, QUICK if args.quick else FULL)
-    load_start = load_average.snapshot()
-    load_average.warn_if_busy(load_start)
+    record = run_record.Run(command)
     if args.trace_dir:
         Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
-    try:
-        state, started = lab.up(log=lambda line: print(line, flush=True))
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    services = run_record.lab_up()
+    if services is None:
         return 2
+    state, started = services
     try:
         result = run(
             state.kafka_bootstrap,
             rates,
             seconds,
             warmup,
-            command,
             tuple(args.mode or (AD_MODES if ad else MODES)),
             settings(
                 (args.rtm_interval or [AD_RTM_INTERVAL if ad else RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline
             ),
             args.trace_dir,
         )
-        result["load_average"] = {"start": load_start, "end": load_average.snapshot()}
+        result.update(record.record())
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        if started:
-            lab.down(only=started, log=lambda line: print(line, flush=True))
+        run_record.lab_down(started)
     md = latency_report.write(result, args.json, args.plot)
     print(latency_report.markdown(result))
     print(f"wrote {args.json}, {md}" + (f", {args.plot}" if args.plot else ""))

@@ -17,7 +17,6 @@ written (its start): at 1 and 5 minutes, the first batch, so "since the last com
 """
 
 import argparse
-import datetime as dt
 import shutil
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from psycopg2 import sql
 from probes.submitted_pipeline import TABLE, Driver, add_write_log, committed_batches, first_write_after, query_one
 from rtm_lab import cli, loadgen, sink_check, topics
 from rtm_lab.generated import markdown_table
-from rtm_lab.intervals import MIN_REAL_TIME_INTERVAL_MS, interval_ms
+from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 
@@ -217,16 +216,6 @@ def write(result: dict, json_path: Path) -> Path:
     return md
 
 
-def _interval(text: str) -> str:
-    try:
-        ms = interval_ms(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if ms < MIN_REAL_TIME_INTERVAL_MS:
-        raise argparse.ArgumentTypeError(f"{text!r} is under the 5 seconds Spark accepts for realTime")
-    return text
-
-
 def _fraction(text: str) -> float:
     value = cli.positive_float(text)
     if value >= 1:
@@ -239,7 +228,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--interval",
         action="append",
-        type=_interval,
+        type=cli.spark_interval,
         help=f"real-time interval to measure; repeatable (default: {', '.join(FULL['intervals'])})",
     )
     parser.add_argument("--rate", type=cli.positive_float, help=f"events per second (default {FULL['rate']:.0f})")
@@ -253,21 +242,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import load_average
-    from rtm_lab import lab, machine
+    from benchmarks import run_record
     from rtm_lab.errors import LabError
 
     preset = QUICK if args.quick else FULL
     intervals = args.interval or preset["intervals"]
     rate = args.rate or preset["rate"]
-    load_start = load_average.snapshot()
-    load_average.warn_if_busy(load_start)
-    began = time.monotonic()
-    try:
-        state, started = lab.up(log=lambda line: print(line, flush=True))
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    run = run_record.Run(command)
+    services = run_record.lab_up()
+    if services is None:
         return 2
+    state, started = services
     runs = []
     try:
         for n, interval in enumerate(intervals, 1):
@@ -293,20 +278,14 @@ def main(args: argparse.Namespace, command: str) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        if started:
-            lab.down(only=started, log=lambda line: print(line, flush=True))
+        run_record.lab_down(started)
     result = {
         "benchmark": "recovery",
         "rate": rate,
         "writer": args.writer,
         "kill_at": args.kill_at,
         "runs": runs,
-        "versions": machine.pinned_versions(),
-        "machine": machine.describe(),
-        "load_average": {"start": load_start, "end": load_average.snapshot()},
-        "command": command,
-        "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "elapsed_s": round(time.monotonic() - began, 1),
+        **run.record(),
     }
     md = write(result, Path(args.json))
     print(markdown(result))
