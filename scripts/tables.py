@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Write every generated results table under docs/results, or check that each is current.
 
-  python scripts/tables.py support-matrix        the support matrix, from the cases its test runs
+  python scripts/tables.py support-matrix        the support matrix, from the cases its test runs (and the
+                                                 readiness check's agreement, from readiness-check.json)
+  python scripts/tables.py readiness-check       the readiness check's agreement and sample reports, from its JSON
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md (and latency.png) from the latency benchmark's JSON
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink   likewise, from their benchmark's JSON
@@ -40,6 +42,23 @@ def _support_matrix_rows():
     from probes.support_matrix import table_rows
 
     return table_rows()
+
+
+def _support_matrix(results: Path) -> str:
+    """The matrix, then how often the readiness check predicted it (from readiness-check.json)."""
+    from probes.readiness import agreement_sentence
+
+    path = results / "readiness-check.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: run `python -m probes.readiness` first.")
+    table = _cases_table("support-matrix", _support_matrix_rows)(results)
+    return table + "\n" + agreement_sentence(json.loads(path.read_text())) + "\n"
+
+
+def _readiness_markdown():
+    from probes.readiness import markdown
+
+    return markdown
 
 
 def _mistakes_rows():
@@ -83,7 +102,8 @@ def _sink_markdown():
 
 
 TABLES = {
-    "support-matrix": Table("support-matrix.md", _cases_table("support-matrix", _support_matrix_rows)),
+    "support-matrix": Table("support-matrix.md", _support_matrix),
+    "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", _readiness_markdown)),
     "errors": Table("errors.md", _cases_table("errors", _mistakes_rows)),
     "latency": Table("latency.md", _from_json("latency.json", _latency_markdown)),
     "ad-attribution-latency": Table(

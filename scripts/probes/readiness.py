@@ -42,11 +42,32 @@ def agrees(report: Report, observed: Outcome) -> bool:
     return report.verdict == (observed.kind, observed.error)
 
 
-def sample(args: list[str], env: dict[str, str]) -> dict:
-    """One real run of the CLI: its command, exit code and output."""
+def sample(args: list[str], env: dict[str, str], names: dict[str, str]) -> dict:
+    """One real run of the CLI: its command (the run's fresh topic names shown as placeholders), exit code, output."""
     cmd = [sys.executable, "scripts/rtm_check.py", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
-    return {"command": "python " + " ".join(cmd[1:]), "exit_code": done.returncode, "output": done.stdout.rstrip()}
+    shown = " ".join(names.get(a, a) for a in cmd[1:])
+    return {"command": f"python {shown}", "exit_code": done.returncode, "output": done.stdout.rstrip()}
+
+
+def agreement_sentence(result: dict) -> str:
+    return (
+        f"The readiness check (`scripts/rtm_check.py`) predicted what Spark {result['spark']} did, runs or where it "
+        f"fails and with which error class, for **{result['agree']}/{result['cases']}** cases: every row of the "
+        "support matrix and every mistake of the error gallery (written by `python -m probes.readiness`)."
+    )
+
+
+def markdown(result: dict) -> str:
+    """docs/results/readiness-check.md: the agreement, then the two sample reports as the CLI printed them."""
+    from rtm_lab.generated import generated_note
+
+    lines = [generated_note("python scripts/tables.py readiness-check"), "", agreement_sentence(result), ""]
+    for name, title in (("passing", "A query that passes"), ("failing", "A query that fails")):
+        run = result["samples"][name]
+        lines += [f"**{title}** (exit code {run['exit_code']}):", "", "```bash", run["command"], "```", ""]
+        lines += ["```text", run["output"], "```", ""]
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -85,10 +106,13 @@ def main() -> int:
     source, sink = (
         topics.create_topic(state.kafka_bootstrap, topics.unique_name(p), 2) for p in ("sample-src", "sample-out")
     )
+    names = {source: "SOURCE_TOPIC", sink: "SINK_TOPIC"}
     try:
         samples = {
-            "passing": sample(["--slots", "4", "snippets/reference/kafka_tuning.py", source, sink], env),
-            "failing": sample(["--slots", "4", "snippets/reference/readiness_check_broken.py", source, sink], env),
+            "passing": sample(["--slots", "4", "snippets/reference/kafka_tuning.py", source, sink], env, names),
+            "failing": sample(
+                ["--slots", "4", "snippets/reference/readiness_check_broken.py", source, sink], env, names
+            ),
         }
     finally:
         topics.delete_topic(state.kafka_bootstrap, source)

@@ -16,10 +16,7 @@ from pyspark.sql import functions as F
 
 def start_broken(spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str):
     events = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", source)
-        .load()
+        spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source).load()
     )
     shout = F.udf(lambda b: b.decode().upper(), "string")  # 1. a Python UDF
     out = events.repartition(8).select(shout("value").alias("value"))  # 2. 8 more tasks at once

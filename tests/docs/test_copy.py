@@ -52,6 +52,7 @@ PLAN: dict[str, str] = {
     "docs/reference/setup.md": RUN,
     "docs/reference/support-matrix.md": RUN,
     "docs/reference/slot-sizing.md": RUN,
+    "docs/reference/readiness-check.md": RUN,
     "docs/reference/delivery-semantics.md": RUN,
     "docs/reference/transform-with-state.md": RUN,
     "docs/reference/latency-metrics.md": RUN,

@@ -95,6 +95,7 @@ def sandbox(tmp_path) -> Path:
     shutil.copy(ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "snippets" / "quickstart")
     (tmp_path / "snippets" / "reference").mkdir()
     (tmp_path / "snippets" / "reference" / "slot_sizing.py").write_text(SNIPPET)
+    shutil.copy(ROOT / "snippets" / "reference" / "readiness_check.py", tmp_path / "snippets" / "reference")
     (tmp_path / "docs" / "reference").mkdir(parents=True)
     (tmp_path / "docs" / "get-started.md").write_text("---\ntitle: Get started\ndescription: Start here.\n---\n")
     (tmp_path / "docs" / "reference" / "slot-sizing.md").write_text(PAGE)
@@ -110,6 +111,15 @@ def assert_fails_with_fix(root: Path, *expected: str) -> str:
     for text in expected:
         assert text in result.stderr, result.stderr
     return result.stderr
+
+
+def test_the_skill_ships_the_readiness_checker_with_a_manifest_entry(sandbox):
+    source = (ROOT / "snippets" / "reference" / "readiness_check.py").read_bytes()
+    shipped = sandbox / "skills" / SKILL / "scripts" / "rtm_check.py"
+    assert shipped.read_bytes() == source
+    manifest = json.loads((sandbox / "manifest.json").read_text())
+    entry = next(f for f in manifest["skills"][0]["files"] if f["path"] == "scripts/rtm_check.py")
+    assert entry["sha256"] == hashlib.sha256(source).hexdigest() and entry["size"] == len(source)
 
 
 def test_generate_twice_gives_identical_bytes(sandbox, tmp_path_factory):
