@@ -630,7 +630,13 @@ def recording(slots: int, source_partitions: int | None = None, timeout_s: float
             s.options["path"] = path
         user_checkpoint = s.options.get("checkpointLocation")
         if s.real_time is None and not s.call_errors:
-            # Not real-time (e.g. a micro-batch run before a switch): run it, on a private checkpoint, into noop.
+            if not s.other_trigger or not (s.other_trigger.get("availableNow") or s.other_trigger.get("once")):
+                raise ReadinessInputError(
+                    "the file starts a micro-batch query (no trigger(realTime=...)): add the real-time trigger, then "
+                    "check it"
+                )
+            # A micro-batch run that ends (e.g. before a switch to real-time): run it on a private checkpoint into
+            # noop, so that what it leaves in the checkpoint is seen by the real-time query checked next.
             private = private_checkpoints.setdefault(
                 user_checkpoint or str(len(private_checkpoints)), tempfile.mkdtemp(dir=scratch)
             )

@@ -159,7 +159,7 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     (entry,) = manifest["skills"]
     assert entry["name"] == SKILL and entry["version"] == "0.1.0" and len(entry["description"]) > 100
     listed = {f["path"]: f for f in entry["files"]}
-    assert sorted(listed) == ["SKILL.md", "references/errors.md", "references/slot-sizing.md"]
+    assert sorted(listed) == ["SKILL.md", "references/errors.md", "references/slot-sizing.md", "scripts/rtm_check.py"]
     for path, info in listed.items():
         data = (sandbox / "skills" / SKILL / path).read_bytes()
         assert info["size"] == len(data) and info["sha256"] == hashlib.sha256(data).hexdigest()
@@ -172,6 +172,7 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     [
         "skills/spark-real-time-mode/SKILL.md",
         "skills/spark-real-time-mode/references/slot-sizing.md",
+        "skills/spark-real-time-mode/scripts/rtm_check.py",
         "manifest.json",
     ],
 )
@@ -260,6 +261,7 @@ def test_package_builds_the_same_archive_twice(sandbox, tmp_path):
             f"{SKILL}/SKILL.md",
             f"{SKILL}/references/errors.md",
             f"{SKILL}/references/slot-sizing.md",
+            f"{SKILL}/scripts/rtm_check.py",
         ]
 
 
