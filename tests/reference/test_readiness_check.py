@@ -161,6 +161,13 @@ def test_a_missing_slot_count_is_refused_by_the_function(spark):
         rtm_check(spark.readStream.format("rate").load(), None)
 
 
+@pytest.mark.slow
+def test_unreachable_kafka_is_said_in_one_line(spark):
+    nowhere = spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:1")
+    with pytest.raises(ReadinessInputError, match="did not plan the query within 5s: is its Kafka reachable"):
+        rtm_check(nowhere.option("subscribe", "absent").load(), 4, timeout_s=5)
+
+
 # ---- the published agreement ------------------------------------------------------------------------------------
 
 
