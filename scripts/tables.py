@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Write every generated results table under docs/results, or check that each is current.
 
-  python scripts/tables.py support-matrix        the support matrix, from the cases its test runs
+  python scripts/tables.py support-matrix        the support matrix, from the cases its test runs (and the
+                                                 readiness check's agreement, from readiness-check.json)
+  python scripts/tables.py readiness-check       the readiness check's agreement and sample reports, from its JSON
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md (and latency.png) from the latency benchmark's JSON
-  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink   likewise, from their benchmark's JSON
+  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, recovery   likewise, from their JSON
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
 
@@ -12,6 +14,7 @@ The benchmarks write their own table when they run; this command re-renders it f
 """
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Callable
@@ -43,63 +46,49 @@ def _support_matrix_rows():
     return table_rows()
 
 
+def _support_matrix(results: Path) -> str:
+    """The matrix, then how often the readiness check predicted it (from readiness-check.json)."""
+    from probes.readiness import agreement_sentence
+
+    path = results / "readiness-check.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: run `python -m probes.readiness` first.")
+    table = _cases_table("support-matrix", _support_matrix_rows)(results)
+    return table + "\n" + agreement_sentence(json.loads(path.read_text())) + "\n"
+
+
 def _mistakes_rows():
     from probes.mistakes import table_rows
 
     return table_rows()
 
 
-def _from_json(json_name: str, markdown: Callable[[], Callable[[dict], str]]) -> Callable[[Path], str]:
+def _from_json(json_name: str, module: str) -> Callable[[Path], str]:
+    """A table its benchmark wrote beside a JSON file, rendered again from that JSON by `module.markdown`."""
+
     def render(results: Path) -> str:
         path = results / json_name
         if not path.is_file():
             raise FileNotFoundError(f"{path} does not exist: run its benchmark first (see docs/benchmarks/).")
-        return markdown()(json.loads(path.read_text()))
+        # Imported here: a table's module may need Spark or the lab, and `tables.py errors` needs neither.
+        return importlib.import_module(module).markdown(json.loads(path.read_text()))
 
     return render
 
 
-def _latency_markdown():
-    from benchmarks.latency_report import markdown
-
-    return markdown
-
-
-def _sweep_markdown():
-    from benchmarks.sweep_report import markdown
-
-    return markdown
-
-
-def _kafka_tuning_markdown():
-    from probes.kafka_tuning import markdown
-
-    return markdown
-
-
-def _version_matrix_markdown():
-    from probes.version_cases import markdown
-
-    return markdown
-
-
-def _sink_markdown():
-    from benchmarks.sink import markdown
-
-    return markdown
-
-
 TABLES = {
-    "support-matrix": Table("support-matrix.md", _cases_table("support-matrix", _support_matrix_rows)),
+    "support-matrix": Table("support-matrix.md", _support_matrix),
+    "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", "probes.readiness")),
     "errors": Table("errors.md", _cases_table("errors", _mistakes_rows)),
-    "latency": Table("latency.md", _from_json("latency.json", _latency_markdown)),
+    "latency": Table("latency.md", _from_json("latency.json", "benchmarks.latency_report")),
     "ad-attribution-latency": Table(
-        "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", _latency_markdown)
+        "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", "benchmarks.latency_report")
     ),
-    "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", _sweep_markdown)),
-    "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", _kafka_tuning_markdown)),
-    "sink": Table("sink.md", _from_json("sink.json", _sink_markdown)),
-    "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", _version_matrix_markdown)),
+    "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", "benchmarks.sweep_report")),
+    "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", "probes.kafka_tuning")),
+    "sink": Table("sink.md", _from_json("sink.json", "benchmarks.sink")),
+    "recovery": Table("recovery.md", _from_json("recovery.json", "benchmarks.recovery")),
+    "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "probes.version_cases")),
 }
 
 

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from rtm_lab import plans, topics
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
+from snippets.reference.readiness_check import rtm_check
 from snippets.reference.slot_sizing import EXAMPLES, slots_needed
 
 # Every example needs 4 slots on these topics, so one run at local[4] and one at local[3] check them all.
@@ -46,6 +47,10 @@ class Outcome:
     partitions_seen: list[int] = field(default_factory=list)  # stateless: source partitions whose row arrived
     tasks_per_executor: dict[str, int] = field(default_factory=dict)
     executors_at_start: int | None = None  # on a cluster: executors registered when the query started
+    # The readiness check's prediction at local[N]'s N slots (local runs only): verdict, slots, slot finding level.
+    checker_verdict: list | None = None
+    checker_needs: int | None = None
+    checker_slot_finding: str | None = None
 
 
 # Spark's own wait for executors (off by default on a standalone cluster): all of spark.cores.max, for up to 2 min.
@@ -78,6 +83,8 @@ def run_example(spark, bootstrap: str, name: str, timeout_s: float = 45.0) -> Ou
         df = df.withColumn("partition", F.lit(-1))
     out = df.select("key", F.to_json(F.struct("value", "partition")).alias("value"))
     outcome = Outcome(name, spark.sparkContext.master, slots_needed(out, partitions).total)
+    if spark.sparkContext.master.startswith("local["):
+        _predict(spark, out, bootstrap, sink, outcome)
     if not spark.sparkContext.master.startswith("local"):
         outcome.executors_at_start = len(_running_tasks_per_executor(spark)) - 1  # minus the driver
     query = topics.start_real_time_to_kafka(out, bootstrap, sink, REAL_TIME_INTERVAL)
@@ -88,6 +95,16 @@ def run_example(spark, bootstrap: str, name: str, timeout_s: float = 45.0) -> Ou
         topics.delete_topic(bootstrap, source)
         topics.delete_topic(bootstrap, sink)
     return outcome
+
+
+def _predict(spark, out, bootstrap: str, sink: str, outcome: Outcome) -> None:
+    """What the readiness check says of this query at this session's slots, before it starts."""
+    slots = int(spark.sparkContext.master[len("local[") : -1])
+    options = {"kafka.bootstrap.servers": bootstrap, "topic": sink}
+    report = rtm_check(out, slots, sink="kafka", options=options, real_time=REAL_TIME_INTERVAL)
+    outcome.checker_verdict, outcome.checker_needs = list(report.verdict), report.slots_needed
+    levels = [f.level for f in report.findings if f.what.startswith("slots:")]
+    outcome.checker_slot_finding = levels[0] if levels else None
 
 
 def _watch(spark, query, bootstrap, sink, partitions, outcome: Outcome, timeout_s: float) -> None:

@@ -110,6 +110,18 @@ def _python_source(p: Probe) -> StreamingQuery:
     return p.to_kafka(p.spark.readStream.format("rtm_counter").load())
 
 
+def _kafka_min_partitions(p: Probe) -> StreamingQuery:
+    raw = (
+        p.spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", p.bootstrap)
+        .option("subscribe", p.source())
+        .option("startingOffsets", "earliest")
+        .option("minPartitions", 4)
+        .load()
+    )
+    return p.to_kafka(parsed(raw))
+
+
 def _file_source(p: Probe) -> StreamingQuery:
     folder = p.workdir / "input"
     folder.mkdir(exist_ok=True)
@@ -298,6 +310,13 @@ DBX_NOT_CHECKED = "not checked"  # added after the Databricks pages were read; s
 
 CASES: list[Case] = [
     Case("Source", "Kafka", _kafka_to_kafka, Outcome(RUNS), "supported"),
+    Case(
+        "Source",
+        "Kafka with minPartitions",
+        _kafka_min_partitions,
+        at_run_time("UnsupportedOperationException", "minpartitions is not compatible with real time mode"),
+        DBX_NOT_CHECKED,
+    ),
     Case("Source", "rate", _rate, at_run_time(INPUT_NOT_SUPPORTED, "RateStreamMicroBatchStream"), DBX_NOT_LISTED),
     Case(
         "Source",

@@ -54,6 +54,7 @@ PLAN: dict[str, str] = {
     "docs/reference/setup.md": RUN,
     "docs/reference/support-matrix.md": RUN,
     "docs/reference/slot-sizing.md": RUN,
+    "docs/reference/readiness-check.md": RUN,
     "docs/reference/delivery-semantics.md": RUN,
     "docs/reference/transform-with-state.md": RUN,
     "docs/reference/latency-metrics.md": RUN,
@@ -405,3 +406,20 @@ def test_only_the_4_2_0_connector_resolves_from_maven_central(reader_env, tmp_pa
     assert "unresolved dependency: org.apache.spark#spark-sql-kafka-0-10_2.13;4.3.0: not found" in (
         missing.stdout + missing.stderr
     ), tail(missing.stderr)
+
+
+@pytest.mark.lab
+@pytest.mark.slow
+def test_the_skills_readiness_checker_runs_outside_the_repository(reader_env, lab, kafka_topic, tmp_path):
+    """The skill's scripts/rtm_check.py, copied alone next to a query file, checks it in the reader's set-up (the
+    connector from spark-defaults.conf): the quick start runs, with its one warning."""
+    shutil.copy(SKILL / "scripts" / "rtm_check.py", tmp_path / "rtm_check.py")
+    shutil.copy(ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "query.py")
+    source, sink = kafka_topic(partitions=2), kafka_topic(partitions=1)
+    run = [reader_env["VIRTUAL_ENV"] + "/bin/python", "rtm_check.py", "--slots", "4", "query.py", source, sink]
+    done = subprocess.run(run, cwd=tmp_path, env=reader_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, tail(done.stdout + done.stderr)
+    assert done.stdout.startswith("Spark 4.3.0: runs\nSlots: needs 2 (2 source + 0 shuffle), 4 given: enough"), (
+        done.stdout
+    )
+    assert "kafka.fetch.max.wait.ms left at 500 ms" in done.stdout

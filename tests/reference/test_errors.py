@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from probes import readiness
 from probes.harness import RUNS, Outcome, Probe, probe, session_confs
 from probes.mistakes import MISTAKES
 from probes.support_matrix import CASES, parsed
@@ -16,15 +17,20 @@ from snippets.reference import errors
 @pytest.mark.slow
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.id for m in MISTAKES])
 def test_mistake_fails_as_documented(mistake, spark, lab, tmp_path):
-    runner = Probe(spark, lab.kafka_bootstrap, tmp_path)
+    """The mistake fails as the page says, and the readiness check predicted it (scripts/rtm_check.py) before."""
+    checker = Probe(spark, lab.kafka_bootstrap, tmp_path / "check")
+    runner = Probe(spark, lab.kafka_bootstrap, tmp_path / "run")
     try:
+        report = readiness.check(mistake.start, checker)
         with errors.settings_restored(spark):
             observed = probe(mistake.start, runner, timeout_s=90)
     finally:
+        checker.cleanup()
         runner.cleanup()
 
     assert observed == mistake.expected, observed.message
     assert mistake.expected.detail in observed.message, observed.message
+    assert report.verdict == (observed.kind, observed.error), report.text()
 
 
 def test_settings_a_mistake_changes_are_restored(spark):

@@ -66,6 +66,8 @@ def test_runs_at_exactly_the_calculated_slots(local_runs, example):
     run = at_four[example]
     assert run["needed_before_start"] == 4 and run["needed_while_running"] == 4
     assert run["outcome"] == "ran", run
+    # The readiness check (scripts/rtm_check.py) said so before the start: it runs, 4 slots, no slot finding.
+    assert (run["checker_verdict"], run["checker_needs"], run["checker_slot_finding"]) == (["runs", None], 4, None)
     # Spark runs every stage at once: the active stages' tasks add up to the calculated slots.
     assert sum(run["stages"]) == 4, run
 
@@ -79,6 +81,9 @@ def test_fails_with_one_slot_fewer(local_runs, example):
     assert run["error_class"] == "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"
     # Spark's own count of the slots the query needs matches the calculator.
     assert (run["spark_needs"], run["spark_free"]) == (run["needed_before_start"], 3) == (4, 3)
+    # The readiness check predicted the failure, its error class and the count, before the start.
+    assert run["checker_verdict"] == ["fails at run time", run["error_class"]], run
+    assert (run["checker_needs"], run["checker_slot_finding"]) == (4, "error"), run
 
 
 @pytest.mark.slow
@@ -90,6 +95,13 @@ def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local
     assert short["error_class"] is None and len(short["partitions_seen"]) >= 3, short
     late = short["arrival_spread_ms"] is None or short["arrival_spread_ms"] >= 5000
     assert late and enough["arrival_spread_ms"] < 2500, (enough, short)
+    # The readiness check: at 4 slots nothing to say; at 3 it runs (exit 0) with a warning that one partition waits.
+    assert (enough["checker_verdict"], enough["checker_slot_finding"]) == (["runs", None], None), enough
+    assert (short["checker_verdict"], short["checker_needs"], short["checker_slot_finding"]) == (
+        ["runs", None],
+        4,
+        "warning",
+    ), short
 
 
 @pytest.mark.slow

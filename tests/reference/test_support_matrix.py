@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from probes import readiness
 from probes.harness import RUNS, Probe, probe
 from probes.support_matrix import CASES
 
@@ -15,17 +16,25 @@ _seen: dict = {}
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_case(case, spark, lab, tmp_path):
+    """Each cell is what Spark did, and the readiness check predicted it (scripts/rtm_check.py) before the start."""
     if case.start not in _seen:
-        runner = Probe(spark, lab.kafka_bootstrap, tmp_path)
+        checker = Probe(spark, lab.kafka_bootstrap, tmp_path / "check")
+        runner = Probe(spark, lab.kafka_bootstrap, tmp_path / "run")
         try:
-            _seen[case.start] = probe(case.start, runner, timeout_s=90)
+            report = readiness.check(case.start, checker)
+            _seen[case.start] = report, probe(case.start, runner, timeout_s=90)
         finally:
+            checker.cleanup()
             runner.cleanup()
-    observed = _seen[case.start]
+    report, observed = _seen[case.start]
 
     assert observed == case.expected, observed.message
     if case.expected.kind != RUNS:
         assert case.expected.detail in observed.message
+    assert report.verdict == (observed.kind, observed.error), report.text()
+    if case.id == "source-kafka":
+        # The one warning every plain Kafka source gets (kafka-tuning page), on a query that runs.
+        assert [f.what for f in report.findings] == ["Kafka source: kafka.fetch.max.wait.ms left at 500 ms"]
 
 
 def test_cases_have_unique_ids():

@@ -109,6 +109,7 @@ def sandbox(tmp_path) -> Path:
     shutil.copy(ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "snippets" / "quickstart")
     (tmp_path / "snippets" / "reference").mkdir()
     (tmp_path / "snippets" / "reference" / "slot_sizing.py").write_text(SNIPPET)
+    shutil.copy(ROOT / "snippets" / "reference" / "readiness_check.py", tmp_path / "snippets" / "reference")
     (tmp_path / "docs" / "reference").mkdir(parents=True)
     (tmp_path / "docs" / "get-started.md").write_text("---\ntitle: Get started\ndescription: Start here.\n---\n")
     (tmp_path / "docs" / "reference" / "slot-sizing.md").write_text(PAGE)
@@ -124,6 +125,15 @@ def assert_fails_with_fix(root: Path, *expected: str) -> str:
     for text in expected:
         assert text in result.stderr, result.stderr
     return result.stderr
+
+
+def test_the_skill_ships_the_readiness_checker_with_a_manifest_entry(sandbox):
+    source = (ROOT / "snippets" / "reference" / "readiness_check.py").read_bytes()
+    shipped = sandbox / "skills" / SKILL / "scripts" / "rtm_check.py"
+    assert shipped.read_bytes() == source
+    manifest = json.loads((sandbox / "manifest.json").read_text())
+    entry = next(f for f in manifest["skills"][0]["files"] if f["path"] == "scripts/rtm_check.py")
+    assert entry["sha256"] == hashlib.sha256(source).hexdigest() and entry["size"] == len(source)
 
 
 def test_generate_twice_gives_identical_bytes(sandbox, tmp_path_factory):
@@ -163,7 +173,13 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     (entry,) = manifest["skills"]
     assert entry["name"] == SKILL and entry["version"] == VERSION and len(entry["description"]) > 100
     listed = {f["path"]: f for f in entry["files"]}
-    assert sorted(listed) == ["CHANGELOG.md", "SKILL.md", "references/errors.md", "references/slot-sizing.md"]
+    assert sorted(listed) == [
+        "CHANGELOG.md",
+        "SKILL.md",
+        "references/errors.md",
+        "references/slot-sizing.md",
+        "scripts/rtm_check.py",
+    ]
     for path, info in listed.items():
         data = (sandbox / "skills" / SKILL / path).read_bytes()
         assert info["size"] == len(data) and info["sha256"] == hashlib.sha256(data).hexdigest()
@@ -176,6 +192,7 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     [
         "skills/spark-real-time-mode/SKILL.md",
         "skills/spark-real-time-mode/references/slot-sizing.md",
+        "skills/spark-real-time-mode/scripts/rtm_check.py",
         "manifest.json",
     ],
 )
@@ -264,6 +281,7 @@ def test_package_builds_the_same_archive_twice(sandbox, tmp_path):
             f"{SKILL}/SKILL.md",
             f"{SKILL}/references/errors.md",
             f"{SKILL}/references/slot-sizing.md",
+            f"{SKILL}/scripts/rtm_check.py",
         ]
 
 
