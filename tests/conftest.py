@@ -11,7 +11,7 @@ import pytest
 import verified_by
 
 from rtm_lab import lab as lab_module
-from rtm_lab import topics
+from rtm_lab import standalone, topics
 from rtm_lab.lab import LabState
 from rtm_lab.spark import session_jars, spark_session
 
@@ -33,6 +33,15 @@ def spark(lab):
     for query in session.streams.active:
         query.stop()
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory) -> Iterator[standalone.Cluster]:
+    """One loopback standalone cluster (two workers, 2 cores each) for every test that submits to a cluster: its
+    start-up (three JVMs, the workers registering) is paid once. Each application leaves when its driver stops, and
+    the master gives its cores back, so the tests do not see each other's executors."""
+    with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
 
 
 @pytest.fixture

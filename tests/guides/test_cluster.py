@@ -61,7 +61,15 @@ def slot_needs(spark, bootstrap: str, topic: str):
     return tuple(needs)
 
 
-def test_pipeline_on_a_standalone_cluster_loses_nothing(spark, lab, kafka_topic, pg_schema, tmp_path):
+def launched_executors(cluster: standalone.Cluster) -> list[int]:
+    """Per worker, the executors it was asked to launch so far (the cluster is shared, so tests compare counts)."""
+    logs = [cluster.work_dir / f"worker-{i}.log" for i in range(WORKERS)]
+    return [log.read_text(errors="replace").count("Asked to launch executor") for log in logs]
+
+
+def test_pipeline_on_a_standalone_cluster_loses_nothing(
+    spark, lab, standalone_cluster, kafka_topic, pg_schema, tmp_path
+):
     topic = kafka_topic(partitions=PARTITIONS)
     events = loadgen.EventMix(duplicate_pct=5, bad_pct=2)
     loadgen.produce_at_rate(lab.kafka_bootstrap, topic, 2000, count=2000, event=events)
@@ -79,38 +87,36 @@ def test_pipeline_on_a_standalone_cluster_loses_nothing(spark, lab, kafka_topic,
     build_writer_jar(folder)
     create_tables(SinkConfig(dsn=lab.postgres_dsn, schema=pg_schema, table="events"))
 
-    with standalone.cluster(workers=WORKERS, cores_per_worker=CORES, work_dir=tmp_path / "cluster") as cluster:
-        env = {
-            **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_CONF_DIR")},
-            "MASTER": cluster.master_url,
-            "TOPIC": topic,
-            "CHECKPOINT": str(tmp_path / "checkpoint"),
-            "PYTHON": sys.executable,
-            "SPARK_HOME": str(Path(pyspark.__file__).parent),
-            "SPARK_LOCAL_IP": standalone.HOST,
-            "KAFKA_BOOTSTRAP_SERVERS": lab.kafka_bootstrap,
-            "POSTGRES_DSN": lab.postgres_dsn,
-            "SCHEMA": pg_schema,
-        }
-        log = tmp_path / "submit.log"
-        pid = processes.spawn(["sh", "submit_cluster.sh"], log, env=env, cwd=folder)
-        try:
+    cluster = standalone_cluster  # two workers, 2 cores each (tests/conftest.py)
+    before = launched_executors(cluster)
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_CONF_DIR")},
+        "MASTER": cluster.master_url,
+        "TOPIC": topic,
+        "CHECKPOINT": str(tmp_path / "checkpoint"),
+        "PYTHON": sys.executable,
+        "SPARK_HOME": str(Path(pyspark.__file__).parent),
+        "SPARK_LOCAL_IP": standalone.HOST,
+        "KAFKA_BOOTSTRAP_SERVERS": lab.kafka_bootstrap,
+        "POSTGRES_DSN": lab.postgres_dsn,
+        "SCHEMA": pg_schema,
+    }
+    log = tmp_path / "submit.log"
+    pid = processes.spawn(["sh", "submit_cluster.sh"], log, env=env, cwd=folder)
+    try:
 
-            def complete():
-                found = sink_check.counts(lab.postgres_dsn, pg_schema, "events")
-                return found if found.distinct_keys >= len(events.keys) and found.dead_letters >= events.bad else None
-
-            def died():
-                return None if processes.is_alive(pid) else RuntimeError(f"spark-submit exited:\n{processes.tail(log)}")
-
-            wait_until(complete, 300, f"{len(events.keys)} keys in Postgres", 1.0, died)
+        def complete():
             found = sink_check.counts(lab.postgres_dsn, pg_schema, "events")
-            launched = [
-                (cluster.work_dir / f"worker-{i}.log").read_text(errors="replace").count("Asked to launch executor")
-                for i in range(WORKERS)
-            ]
-        finally:
-            processes.stop(pid, timeout=30)
+            return found if found.distinct_keys >= len(events.keys) and found.dead_letters >= events.bad else None
+
+        def died():
+            return None if processes.is_alive(pid) else RuntimeError(f"spark-submit exited:\n{processes.tail(log)}")
+
+        wait_until(complete, 300, f"{len(events.keys)} keys in Postgres", 1.0, died)
+        found = sink_check.counts(lab.postgres_dsn, pg_schema, "events")
+        launched = [n - b for n, b in zip(launched_executors(cluster), before, strict=True)]
+    finally:
+        processes.stop(pid, timeout=30)
 
     assert set(sink_check.keys(lab.postgres_dsn, pg_schema, "events")) == events.keys, "a key was lost"
     assert found.duplicate_keys == 0

@@ -203,18 +203,17 @@ def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, t
 
 
 @pytest.mark.lab
-def test_failed_task_is_retried_on_a_standalone_cluster(lab, kafka_topic, pg_schema, tmp_path):
+def test_failed_task_is_retried_on_a_standalone_cluster(lab, standalone_cluster, kafka_topic, pg_schema, tmp_path):
     """The same on a loopback standalone cluster (two workers, 2 cores each) with spark.task.maxFailures=2."""
-    with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path / "cluster") as cluster:
-        task_opens = run_fail_once(
-            lab,
-            kafka_topic(partitions=2),
-            pg_schema,
-            tmp_path,
-            cluster.master_url,
-            "spark.task.maxFailures=2",
-            f"spark.driver.host={standalone.HOST}",
-        )
+    task_opens = run_fail_once(
+        lab,
+        kafka_topic(partitions=2),
+        pg_schema,
+        tmp_path,
+        standalone_cluster.master_url,
+        "spark.task.maxFailures=2",
+        f"spark.driver.host={standalone.HOST}",
+    )
     assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
 
 

@@ -6,6 +6,9 @@ target table records every write (insert or update), so the rows Spark wrote twi
 leaves one row per key. Each test asserts: no key lost; the rows written again are bounded by what was produced in the
 last checkpoint interval before the kill; the table holds each key once (distinct keys = produced - duplicates - dead
 letters); dead letters all there. It prints rows replayed and time to resume.
+
+The stream runs from the start until the query writes again after the restart, so it spans the kill and the
+restart; the counts are read once a commit covers every record in the topic, when nothing is left to be written.
 """
 
 import os
@@ -33,8 +36,10 @@ from snippets.guides.postgres_sink import SinkConfig, create_tables
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
-INTERVAL_S = 10  # long enough that a kill lands mid-interval with rows uncommitted
+# Real-time mode's minimum: half of it is still 500 rows produced since the last commit when the kill lands.
+INTERVAL_S = 5
 RATE = 200  # rows/s: a steady stream across the kill and the restart
+STREAM_LIMIT_S = 600  # the stream stops when the test says so; this only bounds a test that never does
 
 
 @pytest.fixture
@@ -68,19 +73,36 @@ class Counted:
         return event
 
 
-def stream(lab, topic: str, events: Counted, seconds: float) -> tuple[threading.Thread, list[BaseException]]:
-    """Produce at RATE from a thread; librdkafka buffers and retries while the broker is away (acks=1)."""
-    errors: list[BaseException] = []
+class Stream:
+    """Produce at RATE from a thread until `finish()`; librdkafka buffers and retries while the broker is away
+    (acks=1)."""
 
-    def run() -> None:
+    def __init__(self, lab, topic: str, events: Counted):
+        self.stop, self.errors = threading.Event(), []
+        self.thread = threading.Thread(target=self._run, args=(lab.kafka_bootstrap, topic, events), daemon=True)
+        self.thread.start()
+
+    def _run(self, bootstrap: str, topic: str, events: Counted) -> None:
         try:
-            loadgen.produce_at_rate(lab.kafka_bootstrap, topic, RATE, count=int(RATE * seconds), event=events)
+            loadgen.produce_at_rate(bootstrap, topic, RATE, STREAM_LIMIT_S, event=events, stop=self.stop)
         except BaseException as exc:  # reported by the test, not lost in the thread
-            errors.append(exc)
+            self.errors.append(exc)
 
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, errors
+    def finish(self, timeout_s: float) -> None:
+        """Stop producing, wait until every record was delivered to the broker, and fail on any send error."""
+        self.stop.set()
+        self.thread.join(timeout=timeout_s)
+        assert not self.thread.is_alive() and not self.errors, self.errors or "the producer did not finish"
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: dict[int, int]) -> dict[int, int]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kill-test-offsets"})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+    finally:
+        consumer.close()
 
 
 def wait_mid_interval(driver: Driver, batches: int = 3) -> None:
@@ -105,7 +127,16 @@ def reconcile(lab, schema: str, counted: Counted, driver: Driver, kill_at: float
         return found if found.distinct_keys >= len(events.keys) and found.dead_letters >= events.bad else None
 
     wait_until(complete, 240, f"{len(events.keys)} keys and {events.bad} dead letters", 1.0, driver.died)
-    time.sleep(2 * INTERVAL_S)  # anything still to be (re)written lands before the counts are read
+    # Nothing is left to be (re)written once a batch that read every record has committed (a batch commits after its
+    # writes are done): then the counts are final.
+    ends = end_offsets(lab.kafka_bootstrap, driver.topic, committed)
+    wait_until(
+        lambda: all(committed_offsets(driver.checkpoint)[p] >= end for p, end in ends.items()),
+        120,
+        "a commit covering every record in the topic",
+        0.5,
+        driver.died,
+    )
     found = sink_check.counts(dsn, schema, TABLE)
     assert set(sink_check.keys(dsn, schema, TABLE)) == events.keys, "a key was lost or an unknown key was written"
     assert found.duplicate_keys == 0
@@ -143,7 +174,7 @@ def test_driver_sigkill_mid_interval_resumes_from_checkpoint(lab, pipeline):
     counted = Counted(loadgen.EventMix(duplicate_pct=5, bad_pct=2))
     events = counted.events
     driver.start()
-    producer, errors = stream(lab, driver.topic, counted, seconds=100)
+    producer = Stream(lab, driver.topic, counted)
     wait_mid_interval(driver)
     killed_at = driver.kill()
     # Read after the kill: what the restart resumes from.
@@ -157,8 +188,7 @@ def test_driver_sigkill_mid_interval_resumes_from_checkpoint(lab, pipeline):
         0.5,
         driver.died,
     )
-    producer.join(timeout=120)
-    assert not producer.is_alive() and not errors, errors or "the producer did not finish"
+    producer.finish(timeout_s=120)
     result = reconcile(lab, driver.schema, counted, driver, killed_at, committed)
     print(
         f"\ndriver SIGKILL {killed_at - last_commit:.1f} s after the last commit (interval {INTERVAL_S} s, "
@@ -176,7 +206,7 @@ def test_kafka_broker_sigkill_mid_stream_loses_nothing(lab, pipeline):
     counted = Counted(loadgen.EventMix(duplicate_pct=5, bad_pct=2))
     events = counted.events
     driver.start()
-    producer, errors = stream(lab, driver.topic, counted, seconds=100)
+    producer = Stream(lab, driver.topic, counted)
     wait_mid_interval(driver)
     last_commit = last_commit_time(driver.checkpoint)
     committed = committed_offsets(driver.checkpoint)
@@ -196,8 +226,7 @@ def test_kafka_broker_sigkill_mid_stream_loses_nothing(lab, pipeline):
         0.5,
         driver.died,
     )
-    producer.join(timeout=180)
-    assert not producer.is_alive() and not errors, errors or "the producer did not finish"
+    producer.finish(timeout_s=180)
     result = reconcile(lab, driver.schema, counted, driver, killed_at, committed)
     assert driver.alive(), "the query did not survive the broker restart"
     print(

@@ -157,8 +157,9 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
     spark, lab, kafka_topic, pg_schema, tmp_path, stop_after, set_role_password
 ):
     """ALTER ROLE ... PASSWORD mid-stream, the provider's file updated, the writers' connections terminated: each
-    writer reconnects with the new password and no row is lost. A 30 s real-time interval keeps every batch boundary
-    (where a Python writer opens a new connection) away from the moment the password changes."""
+    writer reconnects with the new password and no row is lost. The password changes about a second after the first
+    batch ended (its rows are what the test waits for); a 15 s real-time interval keeps the next batch boundary (where
+    a Python writer opens a new connection) well away from that moment."""
     old = psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"]
     new = f"rotated-{pg_schema}"
     secret = tmp_path / "pg-password"
@@ -188,7 +189,7 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
                 topic,
                 writer_for(spark, name, config),
                 str(tmp_path / name),
-                real_time="30 seconds",
+                real_time="15 seconds",
             )
         )
         for name, config in configs.items()

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from rtm_lab import standalone, topics
+from rtm_lab import topics
 from snippets.reference import slot_sizing
 from snippets.reference.slot_sizing import SlotNeed, slots_needed
 
@@ -105,12 +105,11 @@ def test_stateless_with_too_few_slots_does_not_fail_but_delays_a_partition(local
 
 
 @pytest.mark.slow
-def test_same_sizing_on_a_standalone_cluster(lab, tmp_path):
-    with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path) as spark_cluster:
-        master = spark_cluster.master_url
-        on_cluster = (lab.kafka_bootstrap, "--master", master, "--examples", "aggregation", "--conf")
-        four = outcomes(run_examples(*on_cluster, "spark.cores.max=4"))
-        three = outcomes(run_examples(*on_cluster, "spark.cores.max=3"))
+def test_same_sizing_on_a_standalone_cluster(lab, standalone_cluster):
+    # Two workers, 2 cores each (tests/conftest.py).
+    on_cluster = (lab.kafka_bootstrap, "--master", standalone_cluster.master_url, "--examples", "aggregation", "--conf")
+    four = outcomes(run_examples(*on_cluster, "spark.cores.max=4"))
+    three = outcomes(run_examples(*on_cluster, "spark.cores.max=3"))
     ran, failed = four["aggregation"], three["aggregation"]
     # The probe makes Spark wait for spark.cores.max before the query starts: both workers' executors are there.
     assert ran["executors_at_start"] == 2, ran
