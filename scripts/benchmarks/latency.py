@@ -62,7 +62,17 @@ def settings(
         "kafka_fetch_max_wait_ms": fetch_wait_ms,
         "producer_linger_ms": 0,
         "topic_timestamps": "LogAppendTime",
+        "session_conf": _pipeline_session_conf(pipeline),
     }
+
+
+def _pipeline_session_conf(pipeline: str) -> dict:
+    """The session settings a pipeline's guide gives, recorded with the results (the ad guide's shuffle wait)."""
+    if pipeline != "ad_attribution":
+        return {}
+    from snippets.guides.ad_attribution import SESSION_CONF
+
+    return dict(SESSION_CONF)
 
 
 # ---------------------------------------------------------------- child: one mode in its own Spark session
@@ -101,9 +111,11 @@ class Pipeline:
             from rtm_lab.spark import session_jars
 
             # The JVM processor's jar (snippets/jvm, built with the page's recipe) must be in spark.jars at start.
+            # The guide's session settings (the streaming shuffle's buffer wait), unless --spark-conf overrides them.
             self.conf = {
                 "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
                 "spark.jars": session_jars(jvm_snippets=True),
+                **_pipeline_session_conf(name),
             }
         else:
             raise ValueError(f"unknown pipeline {name!r}; expected one of {', '.join(PIPELINES)}")

@@ -183,7 +183,8 @@ def run_details(result: dict) -> list[str]:
         *lines,
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
         f"- Settings: `{cfg['spark_master']}`, {cfg['partitions']} partitions per topic, "
-        f"`kafka.fetch.max.wait.ms={cfg['kafka_fetch_max_wait_ms']}`, producer `linger.ms={cfg['producer_linger_ms']}`",
+        f"`kafka.fetch.max.wait.ms={cfg['kafka_fetch_max_wait_ms']}`, producer `linger.ms={cfg['producer_linger_ms']}`"
+        + "".join(f", `{k}={v}`" for k, v in cfg.get("session_conf", {}).items()),
         f"- Command: `{result['command']}`",
         f"- Run at {result['timestamp']} ({result['elapsed_s']:.0f} s in all)",
         "",
