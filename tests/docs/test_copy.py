@@ -412,7 +412,7 @@ def test_only_the_4_2_0_connector_resolves_from_maven_central(reader_env, tmp_pa
 @pytest.mark.slow
 def test_the_skills_readiness_checker_runs_outside_the_repository(reader_env, lab, kafka_topic, tmp_path):
     """The skill's scripts/rtm_check.py, copied alone next to a query file, checks it in the reader's set-up (the
-    connector from spark-defaults.conf): the quick start runs, with its one warning."""
+    connector from spark-defaults.conf): the quick start (which sets kafka.fetch.max.wait.ms) runs with no finding."""
     shutil.copy(SKILL / "scripts" / "rtm_check.py", tmp_path / "rtm_check.py")
     shutil.copy(ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "query.py")
     source, sink = kafka_topic(partitions=2), kafka_topic(partitions=1)
@@ -422,4 +422,4 @@ def test_the_skills_readiness_checker_runs_outside_the_repository(reader_env, la
     assert done.stdout.startswith("Spark 4.3.0: runs\nSlots: needs 2 (2 source + 0 shuffle), 4 given: enough"), (
         done.stdout
     )
-    assert "kafka.fetch.max.wait.ms left at 500 ms" in done.stdout
+    assert "No findings." in done.stdout, done.stdout

@@ -561,7 +561,7 @@ def test_the_packaged_skill_loads_as_is(tmp_path):
     with zipfile.ZipFile(tmp_path / "dist" / f"{SKILL}.zip") as zf:
         zf.extractall(tmp_path / "skills")
     folder = tmp_path / "skills" / SKILL
-    assert sorted(p.name for p in folder.iterdir()) == ["CHANGELOG.md", "SKILL.md", "assets", "references"]
+    assert sorted(p.name for p in folder.iterdir()) == ["CHANGELOG.md", "SKILL.md", "assets", "references", "scripts"]
     problems = frontmatter_problems((folder / "SKILL.md").read_text(), "SKILL.md", SKILL, skill=True)
     for path in sorted(folder.rglob("*.md")):
         problems += link_problems(path, path.read_text(), folder)
