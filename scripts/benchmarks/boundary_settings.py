@@ -69,7 +69,7 @@ def main(args: argparse.Namespace, command: str) -> int:
     preset = QUICK if args.quick else FULL
     rate, seconds, warmup = args.rate or preset["rate"], args.seconds or preset["seconds"], preset["warmup"]
     chosen = [BY_NAME[n] for n in args.setting] if args.setting else list(SETTINGS)
-    run = run_record.Run(command)
+    record = run_record.Run(command)
     services = run_record.lab_up()
     if services is None:
         return 2
@@ -109,7 +109,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         "repeat": args.repeat,
         "rows": rows,
         "settings": latency.settings(INTERVAL),
-        **run.record(),
+        **record.record(),
     }
     md = write(result, Path(args.json))
     print(markdown(result))

@@ -161,7 +161,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
     runs = plan(modes, intervals, repeat, seconds, warmup, max_seconds)
     estimate = sum(s + OVERHEAD_S for *_, s in runs) / 60
     print(f"interval sweep: {len(runs)} runs at {rate:,.0f} events/s, about {estimate:.0f} minutes", flush=True)
-    run = run_record.Run(command)
+    record = run_record.Run(command)
     services = run_record.lab_up()
     if services is None:
         return 2
@@ -195,7 +195,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
         "rows": assemble(done, intervals, modes),
         "triggers": {m: latency.TRIGGERS[m] for m in modes if m != "realtime"},
         "settings": {**cfg, "rtm_interval": intervals},
-        **run.record(),
+        **record.record(),
     }
     md = sweep_report.write(result, args.json, args.plot)
     print(sweep_report.markdown(result))

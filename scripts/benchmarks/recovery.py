@@ -251,7 +251,7 @@ def main(args: argparse.Namespace, command: str) -> int:
     preset = QUICK if args.quick else FULL
     intervals = args.interval or preset["intervals"]
     rate = args.rate or preset["rate"]
-    run = run_record.Run(command)
+    record = run_record.Run(command)
     services = run_record.lab_up()
     if services is None:
         return 2
@@ -288,7 +288,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         "writer": args.writer,
         "kill_at": args.kill_at,
         "runs": runs,
-        **run.record(),
+        **record.record(),
     }
     md = write(result, Path(args.json))
     print(markdown(result))
