@@ -15,6 +15,7 @@ on that cluster instead of local[N].
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -27,7 +28,7 @@ from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.signals import exit_cleanly_on_termination
 from rtm_lab.spark import spark_session
-from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL
+from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL, SESSION_CONF
 from snippets.quickstart.kafka_to_kafka import start_pipeline
 
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
@@ -100,10 +101,27 @@ def other_writer_line(writer: str, rate: float) -> str:
     return f"the {other} writer: no sink benchmark results yet (python scripts/bench.py sink --help)"
 
 
-def log_line(log_file) -> str:
+# What Spark 4.3 logs when a real-time query with a shuffle is stopped mid-batch: stop() kills the batch's tasks, and
+# each shuffle reader whose writer ended without the batch's end marker reports it through ErrorNotifier. The query
+# itself ends without an error (tests/test_demo.py checks both on a real run).
+STOP_MID_BATCH = re.compile(r"Connection to streaming shuffle writer \d+ closed before termination")
+
+
+def log_line(log_file, query_ended_cleanly: bool) -> str:
+    """Spark's log in one line: warnings, errors, and which errors are the expected ones of stopping mid-batch."""
     text = log_file.read_text(errors="replace") if log_file.is_file() else ""
-    levels = [line.split(" ", 2)[1] for line in text.splitlines() if line[:2].isdigit() and line.count(" ") >= 2]
-    return f"Spark's log     {log_file}: {levels.count('WARN')} warnings, {levels.count('ERROR')} errors"
+    # A record starts with "HH:MM:SS LEVEL logger: message"; the lines after it, up to the next record, are its trace.
+    records = re.split(r"\n(?=\d\d:\d\d:\d\d )", text)
+    levels = [record.split(" ", 2)[1] for record in records if record[:2].isdigit() and record.count(" ") >= 2]
+    errors = [record for record in records if record[:2].isdigit() and record.split(" ", 2)[1:2] == ["ERROR"]]
+    at_stop = sum(bool(STOP_MID_BATCH.search(record)) for record in errors) if query_ended_cleanly else 0
+    line = f"Spark's log     {log_file}: {levels.count('WARN')} warnings, {len(errors)} errors"
+    if at_stop:
+        line += (
+            f" ({at_stop} of them from stopping the query mid-batch: the shuffle's readers saw their writers end "
+            "before the batch did; expected at stop)"
+        )
+    return line
 
 
 def postgres_demo(state, args, say, log_file) -> int:
@@ -118,7 +136,7 @@ def postgres_demo(state, args, say, log_file) -> int:
     )
     slots = bench_sink.slots_for(scenario.partitions, scenario.dedup)
     say(f"spark     starting ({slots} task slots: {scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
-    conf = {"spark.sql.shuffle.partitions": str(scenario.partitions)}
+    conf = {**SESSION_CONF, "spark.sql.shuffle.partitions": str(scenario.partitions)}
     if scenario.writer == "jvm":
         conf["spark.jars"] = jvm.session_jars()
     spark = started_session("rtm-demo-postgres", slots, conf, log_file, say)
@@ -159,9 +177,12 @@ def main(argv: list[str] | None = None) -> int:
     made_topics: list[str] = []  # this run's topics and checkpoint are removed at the end, whatever happens
     checkpoint = tempfile.mkdtemp(prefix="rtm-demo-ckpt-")
     log_file = paths.state_dir() / f"demo-{args.pipeline}-spark.log"
+    ended_cleanly = False  # whether the query stopped without an error of its own: Spark's log line depends on it
     try:
         if args.pipeline == "postgres":
-            return postgres_demo(state, args, say, log_file)
+            code = postgres_demo(state, args, say, log_file)  # a failed query raises LabError
+            ended_cleanly = True
+            return code
         bootstrap = state.kafka_bootstrap
         for prefix in ("demo-in", "demo-out"):
             made_topics.append(
@@ -200,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.2)
         reader.stop()
         query.stop()
+        ended_cleanly = query.exception() is None
         warmup_ids = int(args.rate * args.warmup)
         steady = latency.summarize([ms for event_id, ms in reader.samples if event_id >= warmup_ids])
         everything = latency.summarize([ms for _, ms in reader.samples])
@@ -215,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
-        say(log_line(log_file))  # after the query stopped: what Spark logged on the way out counts too
+        say(log_line(log_file, ended_cleanly))  # after the query stopped: what Spark logged on the way out counts too
         shutil.rmtree(checkpoint, ignore_errors=True)
         for name in made_topics if "kafka" not in started else []:
             topics.delete_topic(state.kafka_bootstrap, name)

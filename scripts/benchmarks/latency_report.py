@@ -160,6 +160,13 @@ def markdown(result: dict) -> str:
                 f"`realTime=\"{result['settings']['rtm_interval']}\"` interval (one batch's end, its commit and the next batch's start); "
                 "records that arrive meanwhile wait for the next batch's tasks.",
             ]
+        elif "realtime" in modes and interval_ms(result["settings"]["rtm_interval"]) > 1000 * result["seconds"]:
+            lines += [
+                "",
+                f'The real-time run ends inside its first `realTime="{result["settings"]["rtm_interval"]}"` batch: it '
+                "crosses no batch boundary. What a boundary costs, at this interval and at the 5-second minimum, is in "
+                "the interval sweep.",
+            ]
         if ad:
             lines += state_lines(modes, labels, result["settings"]["rtm_interval"])
         lines.append("")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.latency import AD_MODES, AD_RTM_INTERVAL, MODES, PARTITIONS
+from benchmarks.latency import AD_MODES, AD_RTM_INTERVAL, MODES, PARTITIONS, RTM_INTERVAL
 
 ROOT = Path(__file__).resolve().parents[2]
 # On a quiet 2-core machine real-time p50 is single-digit ms and micro-batch's hundreds; 5x holds even when the
@@ -45,6 +45,9 @@ def test_quick_run_delivers_everything_and_real_time_is_far_faster(lab, tmp_path
 
     table = out.with_suffix(".md").read_text()
     assert "real-time mode" in table and result["command"] in table
+    # The smoke run uses the recommended interval, so its few seconds hold no boundary, and the table says so.
+    assert result["settings"]["rtm_interval"] == RTM_INTERVAL == "5 minutes"
+    assert "crosses no batch boundary" in table
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -14,6 +14,7 @@ def test_every_generated_table_is_current():
     for table in (
         "latency.md",
         "sink.md",
+        "sink-5s.md",
         "kafka-tuning.md",
         "latency-sweep.md",
         "ad_attribution_latency.md",
