@@ -21,6 +21,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -40,6 +41,7 @@ from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_table
 
 TABLE = "events"
 KEPT_UP_DRAIN_S = 5.0
+DEFAULT_DWELL_MS = SinkConfig.max_dwell_ms  # the writer's own default
 
 
 @dataclass
@@ -49,7 +51,7 @@ class Scenario:
     dedup: bool = False
     partitions: int = 2
     max_rows: int = 1000
-    dwell_ms: int = 50
+    dwell_ms: int = DEFAULT_DWELL_MS
     duplicate_pct: float = 5.0
     bad_pct: float = 0.5
     payload_bytes: int = 100
@@ -61,7 +63,8 @@ class Scenario:
     @property
     def name(self) -> str:
         size = f" {self.payload_bytes // 1000} KB rows" if self.payload_bytes >= 1000 else ""
-        return f"{self.writer} {'dedup' if self.dedup else 'direct'} {self.rate:.0f}/s{size}"
+        dwell = f" dwell {self.dwell_ms} ms" if self.dwell_ms != DEFAULT_DWELL_MS else ""
+        return f"{self.writer} {'dedup' if self.dedup else 'direct'} {self.rate:.0f}/s{size}{dwell}"
 
 
 WRITERS = {
@@ -298,7 +301,8 @@ def markdown(result: dict) -> str:
         f"{m['cpu_model']}, {m['os']} (1-minute load average {result['load_average_1m']['start']} at the start, "
         f"{result['load_average_1m']['end']} at the end); Spark {result['versions']['spark']} with the Kafka connector "
         f"{result['versions'].get('spark_kafka_connector', '?')}, Postgres {result['postgres_version']}, "
-        f"sink flush at {result['runs'][0]['scenario']['max_rows']} rows or {result['runs'][0]['scenario']['dwell_ms']} ms; "
+        f"sink flush at {result['runs'][0]['scenario']['max_rows']} rows or {DEFAULT_DWELL_MS} ms (another dwell is in "
+        "the run's name); "
         f"one Spark session for every run, `local[{_session_slots(result)}]` (the most any run needs: Kafka "
         "partitions, x2 with dedup)"
         + "".join(f", `{k}={v}`" for k, v in result.get("session_conf", {}).items())
@@ -334,7 +338,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-rows", type=cli.positive_int, default=1000, help="sink flush at this many rows (1 = simple mode)"
     )
     parser.add_argument(
-        "--dwell-ms", type=cli.positive_int, default=50, help="sink flush when a row waited this long (default 50)"
+        "--dwell-ms",
+        type=cli.positive_int,
+        action="append",
+        help=f"sink flush when a row waited this long (default {DEFAULT_DWELL_MS}); with --rate, repeat it to run one "
+        "scenario per value",
     )
     parser.add_argument("--payload-bytes", type=cli.non_negative_int, help="filler bytes per event (default 100)")
     parser.add_argument(
@@ -343,20 +351,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def scenarios(args: argparse.Namespace) -> list[Scenario]:
+    dwells = args.dwell_ms or [DEFAULT_DWELL_MS]
     if args.rate is not None:
-        chosen = [Scenario(rate=args.rate, seconds=60, dedup=args.dedup, writer=args.writer or "jvm")]
+        chosen = [
+            Scenario(rate=args.rate, seconds=60, dedup=args.dedup, writer=args.writer or "jvm", dwell_ms=dwell)
+            for dwell in dwells
+        ]
     elif args.dedup:
         raise LabError("--dedup needs --rate (the full set already includes a dedup run)")
+    elif len(dwells) > 1:
+        raise LabError("more than one --dwell-ms needs --rate: the dwell sweep runs one rate")
     else:
         chosen = [Scenario(**asdict(s)) for s in (QUICK if args.quick else FULL)]
         chosen = [s for s in chosen if args.writer in (None, s.writer)]
+        for s in chosen:
+            s.dwell_ms = dwells[0]
     for s in chosen:
-        s.partitions, s.max_rows, s.dwell_ms, s.interval = (
-            args.partitions,
-            args.max_rows,
-            args.dwell_ms,
-            args.rtm_interval,
-        )
+        s.partitions, s.max_rows, s.interval = args.partitions, args.max_rows, args.rtm_interval
         if args.payload_bytes is not None:
             s.payload_bytes = args.payload_bytes
         if args.seconds is not None:
@@ -382,7 +393,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         chosen = scenarios(args)
         state, started = lab.up(log=say)
     except LabError as exc:
-        print(f"error: {exc}", flush=True)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     try:
         slots = max(slots_for(s.partitions, s.dedup) for s in chosen)
@@ -421,7 +432,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         say(f"wrote     {args.json} and {args.json.with_suffix('.md')}")
         return 0 if all(r["lost"] == 0 and r["duplicate_keys"] == 0 for r in runs) else 1
     except LabError as exc:
-        print(f"error: {exc}", flush=True)
+        print(f"error: {exc}", file=sys.stderr, flush=True)
         return 2
     finally:
         if started:

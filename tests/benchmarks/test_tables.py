@@ -15,6 +15,7 @@ def test_every_generated_table_is_current():
         "latency.md",
         "sink.md",
         "sink-5s.md",
+        "sink-dwell.md",
         "kafka-tuning.md",
         "latency-sweep.md",
         "ad_attribution_latency.md",

@@ -183,3 +183,16 @@ def test_a_writable_json_path_is_accepted_and_nothing_is_written_by_the_check(tm
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(argparse.ArgumentTypeError, match="integer of at least 1"):
         cli.positive_int("0")
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["--dedup"], "--dedup needs --rate"),
+        (["--dwell-ms", "10", "--dwell-ms", "20"], "more than one --dwell-ms needs --rate"),
+        (["--dwell-ms", "0"], "integer of at least 1"),
+    ],
+)
+def test_sink_bench_refuses_options_that_need_a_rate_before_starting_anything(env, tmp_path, args, why):
+    assert_refused(run("bench.py", "sink", *args, "--json", str(tmp_path / "r.json"), env=env), why)
+    assert not Path(env["RTM_LAB_DIR"]).exists()
