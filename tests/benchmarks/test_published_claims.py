@@ -1,0 +1,71 @@
+"""The sentences the pages write around the published benchmark tables hold for the results those tables come from.
+
+The tables themselves are generated (test_tables.py keeps them current); the prose around them is written by hand,
+so each comparison it makes is checked here against the committed JSON. A rerun that changes the picture fails here
+and the prose is rewritten with it.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
+def sweep_rows() -> dict[str, dict]:
+    result = json.loads((RESULTS / "latency-sweep.json").read_text())
+    return {row["key"]: row for row in result["rows"]}
+
+
+def fig(row: dict, name: str) -> float:
+    return row["figures"][name]["median"]
+
+
+def segment(row: dict, starts: str) -> float:
+    """The median of a boundary's part, summing the parts a row could not tell apart (planning with progress)."""
+    return sum(s["median_ms"] for s in row["segments"] if s["what"].startswith(starts))
+
+
+REAL_TIME = ["realtime 5 seconds", "realtime 30 seconds", "realtime 1 minute", "realtime 5 minutes"]
+
+
+def test_setup_page_the_median_does_not_depend_on_the_interval_the_tail_does():
+    rows = sweep_rows()
+    medians = [fig(rows[key], "p50_ms") for key in REAL_TIME]
+    assert max(medians) - min(medians) <= 2, medians
+    five_s, five_min = rows["realtime 5 seconds"], rows["realtime 5 minutes"]
+    # At 5 s the stalls reach the p99; at 5 minutes the one stall reaches the max and stays out of the p99.
+    assert fig(five_s, "p99_ms") >= 10 * fig(five_min, "p99_ms"), (five_s["figures"], five_min["figures"])
+    assert fig(five_min, "max_ms") >= fig(five_min, "stall_median_ms") > 10 * fig(five_min, "p99_ms")
+
+
+def test_setup_page_one_stall_is_longer_at_a_longer_interval_and_the_long_rows_cross_one_boundary():
+    rows = sweep_rows()
+    five_s = rows["realtime 5 seconds"]
+    for key in REAL_TIME[1:]:
+        row = rows[key]
+        assert fig(row, "stall_median_ms") > fig(five_s, "stall_median_ms"), key
+        for part in ("tasks finish", "batch end", "first poll"):
+            assert segment(row, part) > segment(five_s, part), (key, part)
+        assert segment(row, "progress report") + segment(row, "next batch planning") > segment(
+            five_s, "progress report"
+        ) + segment(five_s, "next batch planning"), key
+    for key in ("realtime 1 minute", "realtime 5 minutes"):
+        assert fig(rows[key], "boundaries_crossed") == 1, key
+    p999 = {key: fig(rows[key], "p99.9_ms") for key in REAL_TIME}
+    assert min(p999, key=p999.get) == "realtime 5 minutes", p999
+
+
+def test_latency_page_real_time_median_is_over_a_hundred_times_below_micro_batch_at_500_ms():
+    rows = sweep_rows()
+    assert fig(rows["microbatch_500ms"], "p50_ms") / max(fig(rows["realtime 5 minutes"], "p50_ms"), 1.0) >= 100
+
+
+@pytest.mark.parametrize("rate", [10000])
+def test_latency_page_at_the_recommended_interval_the_real_time_p99_is_below_every_micro_batch_median(rate):
+    result = json.loads((RESULTS / "latency.json").read_text())
+    assert result["settings"]["rtm_interval"] == "5 minutes"
+    modes = next(run["modes"] for run in result["runs"] if run["rate"] == rate)
+    micro = {mode: m["p50_ms"] for mode, m in modes.items() if mode.startswith("microbatch")}
+    assert modes["realtime"]["p99_ms"] < min(micro.values()), (modes["realtime"], micro)
