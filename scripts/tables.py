@@ -6,7 +6,7 @@
   python scripts/tables.py readiness-check       the readiness check's agreement and sample reports, from its JSON
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md (and latency.png) from the latency benchmark's JSON
-  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, recovery, boundary-settings   likewise, from their JSON
+  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings   likewise, from their JSON
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
 
@@ -89,6 +89,7 @@ TABLES = {
     "sink": Table("sink.md", _from_json("sink.json", "benchmarks.sink")),
     "sink-5s": Table("sink-5s.md", _from_json("sink-5s.json", "benchmarks.sink")),
     "sink-dwell": Table("sink-dwell.md", _from_json("sink-dwell.json", "benchmarks.sink")),
+    "sink-stretch": Table("sink-stretch.md", _from_json("sink-stretch.json", "benchmarks.sink")),
     "recovery": Table("recovery.md", _from_json("recovery.json", "benchmarks.recovery")),
     "boundary-settings": Table(
         "boundary-settings.md", _from_json("boundary-settings.json", "benchmarks.boundary_settings")

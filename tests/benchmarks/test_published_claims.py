@@ -78,3 +78,24 @@ def test_latency_page_most_of_a_boundary_is_planning_the_next_batch_and_the_firs
         total = sum(s["median_ms"] for s in row["segments"])
         planning = segment(row, "progress report") + segment(row, "next batch planning") + segment(row, "first poll")
         assert planning > total / 2, (key, row["segments"])
+
+
+def test_sink_page_the_dwell_sets_the_latency_and_nothing_is_lost():
+    runs = json.loads((RESULTS / "sink-dwell.json").read_text())["runs"]
+    by_dwell = {run["scenario"]["dwell_ms"]: run for run in runs}
+    assert sorted(by_dwell) == [10, 20, 50]
+    medians = [by_dwell[d]["e2e_p50_ms"] for d in (50, 20, 10)]
+    assert medians[0] > medians[1] > medians[2], medians
+    assert medians[2] <= medians[0] / 3, medians  # "about in proportion": 5x shorter dwell, at least 3x lower median
+    assert all(run["lost"] == 0 and run["duplicate_keys"] == 0 and run["kept_up"] for run in runs)
+
+
+def test_sink_page_fifty_thousand_rows_a_second_keep_low_latency_and_a_hundred_thousand_fall_seconds_behind():
+    runs = {run["name"]: run for run in json.loads((RESULTS / "sink.json").read_text())["runs"]}
+    fifty = runs["jvm direct 50000/s"]
+    assert fifty["generator_reached_rate"] and fifty["kept_up"] and fifty["e2e_p95_ms"] <= 500, fifty
+    (stretch,) = json.loads((RESULTS / "sink-stretch.json").read_text())["runs"]
+    assert stretch["asked_rate"] == 100000 and stretch["generator_reached_rate"], stretch
+    assert stretch["e2e_p50_ms"] >= 1000, stretch
+    for run in [*runs.values(), stretch]:
+        assert run["lost"] == 0 and run["duplicate_keys"] == 0 and run["reconciles"], run["name"]

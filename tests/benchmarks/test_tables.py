@@ -16,6 +16,7 @@ def test_every_generated_table_is_current():
         "sink.md",
         "sink-5s.md",
         "sink-dwell.md",
+        "sink-stretch.md",
         "kafka-tuning.md",
         "latency-sweep.md",
         "ad_attribution_latency.md",
