@@ -34,6 +34,9 @@ from snippets.quickstart.kafka_to_kafka import start_pipeline
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 # The sink benchmark's results, newest interval first: the demo's summary quotes the other writer from them.
 SINK_RESULTS = ("docs/results/sink.json", "docs/results/sink-5s.json")
+# AQE does not apply to streaming queries (real-time plans run without it); off from the start, Spark does not warn
+# that it turned it off.
+NO_AQE = {"spark.sql.adaptive.enabled": "false"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -136,7 +139,7 @@ def postgres_demo(state, args, say, log_file) -> int:
     )
     slots = bench_sink.slots_for(scenario.partitions, scenario.dedup)
     say(f"spark     starting ({slots} task slots: {scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
-    conf = {**SESSION_CONF, "spark.sql.shuffle.partitions": str(scenario.partitions)}
+    conf = {**SESSION_CONF, **NO_AQE, "spark.sql.shuffle.partitions": str(scenario.partitions)}
     if scenario.writer == "jvm":
         conf["spark.jars"] = jvm.session_jars()
     spark = started_session("rtm-demo-postgres", slots, conf, log_file, say)
@@ -191,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         source, sink = made_topics
         slots = args.partitions  # a stateless query runs one task per source partition, all at once
         say(f"spark     starting ({slots} task slots) ...")
-        spark = started_session("rtm-demo", slots, {}, log_file, say)
+        spark = started_session("rtm-demo", slots, NO_AQE, log_file, say)
         query = start_pipeline(spark, bootstrap, source, sink, checkpoint, args.interval)
         # Wait until the first real-time batch reads Kafka, not until it ends (minutes away at 5 minutes).
         plans.wait_for_real_time_scan(query, timeout_s=90)

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 
 import psycopg2
 from psycopg2 import sql
+from pyspark.errors import StreamingQueryException
 
 from rtm_lab import cli, jvm, lab, latency, loadgen, machine, plans, sink_check, topics
 from rtm_lab.errors import LabError
@@ -130,6 +131,12 @@ def prime(dsn: str, bootstrap: str, topic: str, schema: str, query, timeout_s: f
     conn.close()
 
 
+def query_failed(exc) -> LabError:
+    """The query's own error in one line (its first: Spark's error class and message), for the one-line exit."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return LabError(f"the query failed: {first}")
+
+
 def dropped_by_spark(query) -> int:
     """Rows dropDuplicates dropped, from the state operator metrics of every finished real-time batch."""
     return sum(
@@ -150,8 +157,11 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
     try:
         writer = jvm_postgres_writer(spark, config) if scenario.writer == "jvm" else PostgresSink(config)
         query = start_pipeline(spark, bootstrap, topic, writer, checkpoint, scenario.dedup, scenario.interval)
-        wait_until_reading(query)
-        prime(dsn, bootstrap, topic, schema, query)
+        try:
+            wait_until_reading(query)
+            prime(dsn, bootstrap, topic, schema, query)
+        except StreamingQueryException as exc:
+            raise query_failed(exc) from None
         events = loadgen.EventMix(
             duplicate_pct=scenario.duplicate_pct, bad_pct=scenario.bad_pct, payload_bytes=scenario.payload_bytes
         )
@@ -189,7 +199,7 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
             dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=drain_limit_s, query=query
         )
         if query.exception() is not None:
-            raise LabError(f"The query failed: {query.exception()}")
+            raise query_failed(query.exception())
         if scenario.dedup and interval_ms(scenario.interval) <= 15_000:
             # Spark reports dropped rows when a real-time batch ends: worth waiting for only at a short interval.
             with contextlib.suppress(WaitTimeout):

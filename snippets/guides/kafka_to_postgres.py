@@ -36,8 +36,13 @@ MAX_VALUE_BYTES = 16 * 1024
 REAL_TIME_INTERVAL = "5 minutes"
 # With dedup=True rows cross real-time mode's streaming shuffle, which holds a partly filled network buffer for up to
 # spark.shuffle.streaming.networkBufferMaxWaitTimeMs (50 ms by default) before sending it on: most of a deduplicated
-# row's latency at moderate rates. Spark reads it when the session starts: build the session with these settings.
-SESSION_CONF = {"spark.shuffle.streaming.networkBufferMaxWaitTimeMs": "5"}
+# row's latency at moderate rates. A row larger than the buffer (32 KB by default) is sent with a warning: dead
+# letters carry their raw value, up to Kafka's default 1 MB record, so the buffer holds one. Spark reads both when
+# the session starts: build the session with these settings.
+SESSION_CONF = {
+    "spark.shuffle.streaming.networkBufferMaxWaitTimeMs": "5",
+    "spark.shuffle.streaming.networkBufferSize": str(1024 * 1024),
+}
 
 
 def dead_letter_reason(value: Column, event: Column, max_bytes: int) -> Column:
