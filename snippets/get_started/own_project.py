@@ -18,6 +18,8 @@ import tempfile
 import time
 import uuid
 
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -54,12 +56,19 @@ def check_setup(spark: SparkSession, bootstrap: str, timeout_s: float = 120.0) -
         query = start_pipeline(spark, bootstrap, source, sink, checkpoint, interval="5 seconds")
         deadline = time.monotonic() + timeout_s
         rows: list[dict] = []
+        failed: Exception | None = None
         try:
             while len(rows) < 3 and time.monotonic() < deadline and query.isActive:
                 time.sleep(2)
-                rows = read_topic(spark, bootstrap, sink)
+                try:
+                    rows, failed = read_topic(spark, bootstrap, sink), None
+                except (PySparkException, Py4JJavaError) as exc:
+                    # A read while the first write is still creating the topic can fail; the next one is tried.
+                    failed = exc
         finally:
             query.stop()
+    if failed is not None and len(rows) < 3:
+        raise failed  # the read kept failing until the deadline: that error is the answer
     return sorted(rows, key=lambda row: row["id"])
 
 
