@@ -106,7 +106,8 @@ def other_writer_line(writer: str, rate: float) -> str:
 
 # What Spark 4.3 logs when a real-time query with a shuffle is stopped mid-batch: stop() kills the batch's tasks, and
 # each shuffle reader whose writer ended without the batch's end marker reports it through ErrorNotifier. The query
-# itself ends without an error (tests/test_demo.py checks both on a real run).
+# itself ends without an error (read in Spark 4.3.0's StreamingShuffleClientHandler; tests/test_demo.py checks on a
+# real run that every error logged is this one).
 STOP_MID_BATCH = re.compile(r"Connection to streaming shuffle writer \d+ closed before termination")
 
 

@@ -36,9 +36,9 @@ MAX_VALUE_BYTES = 16 * 1024
 REAL_TIME_INTERVAL = "5 minutes"
 # With dedup=True rows cross real-time mode's streaming shuffle, which holds a partly filled network buffer for up to
 # spark.shuffle.streaming.networkBufferMaxWaitTimeMs (50 ms by default) before sending it on: most of a deduplicated
-# row's latency at moderate rates. A row larger than the buffer (32 KB by default) is sent with a warning: dead
-# letters carry their raw value, up to Kafka's default 1 MB record, so the buffer holds one. Spark reads both when
-# the session starts: build the session with these settings.
+# row's latency at moderate rates. Dead letters carry their raw value, up to Kafka's default 1 MB record: the buffer
+# is sized to hold one, so Spark has no row-size warning to log. Spark reads both when the session starts: build
+# the session with these settings.
 SESSION_CONF = {
     "spark.shuffle.streaming.networkBufferMaxWaitTimeMs": "5",
     "spark.shuffle.streaming.networkBufferSize": str(1024 * 1024),
