@@ -1,5 +1,6 @@
 """A real Apache Kafka broker: one KRaft node run from its Maven jars with `kafka.Kafka`, on loopback."""
 
+import base64
 import os
 import shutil
 import socket
@@ -122,7 +123,7 @@ def _accepts(server: str) -> bool:
         return False
 
 
-def _classpath() -> str:
+def classpath() -> str:
     return os.pathsep.join(str(p) for p in jars.ensure(GROUP))
 
 
@@ -150,7 +151,7 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
     java, _ = check_java()
     paths = KafkaPaths(root)
     make_private_dir(root)
-    classpath = _classpath()
+    classpath = classpath()
     wanted = SERVER_PROPERTIES.format(port=port, controller_port=controller_port, data_dir=paths.data)
     # The metadata log remembers the controller address, so a changed port means fresh storage.
     if paths.config.exists() and paths.config.read_text() != wanted:
@@ -160,25 +161,7 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
     log4j.write_text(LOG4J2.format(log_file=paths.server_log))
     if not (paths.data / "meta.properties").exists():
         shutil.rmtree(paths.data, ignore_errors=True)
-        fmt = subprocess.run(
-            [
-                java,
-                "-XX:-UsePerfData",
-                "-cp",
-                classpath,
-                "kafka.tools.StorageTool",
-                "format",
-                "-t",
-                _cluster_id(),
-                "-c",
-                str(paths.config),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if fmt.returncode != 0:
-            raise LabError(f"Formatting Kafka storage failed:\n{fmt.stdout[-2000:]}{fmt.stderr[-2000:]}")
+        format_storage(java, classpath, paths.config, cluster_id())
     heap = os.environ.get("RTM_KAFKA_HEAP", "768m")
     cmd = [
         java,
@@ -214,8 +197,29 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
     )
 
 
-def _cluster_id() -> str:
-    # Kafka wants a base64 UUID (22 characters); uuid4 bytes encoded the same way is what `random-uuid` prints.
-    import base64
+def cluster_id(draw=uuid.uuid4) -> str:
+    """A cluster id as Kafka's `random-uuid` prints it: a UUID in URL-safe base64, 22 characters.
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    One id in 64 would start with `-`; Kafka's own `Uuid.randomUuid()` draws again in that case, since a command
+    line parser reads such a string as an option. So do we.
+    """
+    while True:
+        encoded = base64.urlsafe_b64encode(draw().bytes).decode().rstrip("=")
+        if not encoded.startswith("-"):
+            return encoded
+
+
+def format_storage(java: str, classpath: str, config: Path, cluster: str) -> None:
+    """Format the KRaft storage named in `config` with the id `cluster`.
+
+    `--cluster-id=<id>` keeps the id one token, so even an id that starts with `-` is never read as an option.
+    """
+    fmt = subprocess.run(
+        [java, "-XX:-UsePerfData", "-cp", classpath, "kafka.tools.StorageTool", "format"]
+        + [f"--cluster-id={cluster}", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if fmt.returncode != 0:
+        raise LabError(f"Formatting Kafka storage failed:\n{fmt.stdout[-2000:]}{fmt.stderr[-2000:]}")
