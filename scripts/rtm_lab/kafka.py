@@ -151,7 +151,7 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
     java, _ = check_java()
     paths = KafkaPaths(root)
     make_private_dir(root)
-    classpath = classpath()
+    jar_path = classpath()
     wanted = SERVER_PROPERTIES.format(port=port, controller_port=controller_port, data_dir=paths.data)
     # The metadata log remembers the controller address, so a changed port means fresh storage.
     if paths.config.exists() and paths.config.read_text() != wanted:
@@ -161,7 +161,7 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
     log4j.write_text(LOG4J2.format(log_file=paths.server_log))
     if not (paths.data / "meta.properties").exists():
         shutil.rmtree(paths.data, ignore_errors=True)
-        format_storage(java, classpath, paths.config, cluster_id())
+        format_storage(java, jar_path, paths.config, cluster_id())
     heap = os.environ.get("RTM_KAFKA_HEAP", "768m")
     cmd = [
         java,
@@ -172,7 +172,7 @@ def start(root: Path, port: int, controller_port: int, on_spawn=None) -> int:
         f"-Dlog4j2.configurationFile={log4j}",
         "-Djava.awt.headless=true",
         "-cp",
-        classpath,
+        jar_path,
         "kafka.Kafka",
         str(paths.config),
     ]
