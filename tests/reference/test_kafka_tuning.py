@@ -13,19 +13,26 @@ from snippets.reference.kafka_tuning import low_latency_kafka_source
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "kafka-tuning"
 
 
+# Far enough apart that the effect dwarfs a busy machine's noise (the published table's 500 vs 50 ms is 8x quiet).
+SHORTEST_WAIT = Setting(
+    "min.bytes 1 MB, max.wait 5 ms", {"kafka.fetch.min.bytes": "1048576", "kafka.fetch.max.wait.ms": "5"}
+)
+MIN_WAIT_RATIO = 5
+
+
 @pytest.mark.slow
 def test_fetch_max_wait_bounds_latency_when_min_bytes_is_not_met(spark, lab):
-    defaults, _, *waits = SETTINGS
+    defaults, _, slow, _ = SETTINGS
     assert defaults.options == {"kafka.fetch.min.bytes": "1", "kafka.fetch.max.wait.ms": "500"}
-    assert [s.options["kafka.fetch.max.wait.ms"] for s in waits] == ["500", "50"]
+    assert slow.options == {"kafka.fetch.min.bytes": "1048576", "kafka.fetch.max.wait.ms": "500"}
     default, slow, fast = run(
-        spark, lab.kafka_bootstrap, rows=20, rate=20, settings=[defaults, *waits], log=lambda _: None
+        spark, lab.kafka_bootstrap, rows=20, rate=20, settings=[defaults, slow, SHORTEST_WAIT], log=lambda _: None
     )
     assert default["rows_received"] == slow["rows_received"] == fast["rows_received"] == 20
     # With fetch.min.bytes=1 the broker answers as soon as a record is there: the 500 ms wait is not a floor.
     assert 3 * median_queuing(default) < 500, default
     # A wide ratio, not a number: the broker holds each fetch for up to max.wait when min.bytes is not reached.
-    assert median_queuing(slow) > 3 * median_queuing(fast), (slow, fast)
+    assert median_queuing(slow) > MIN_WAIT_RATIO * median_queuing(fast), (slow, fast)
     assert median_queuing(slow) >= 100, slow
 
 
