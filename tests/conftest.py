@@ -13,7 +13,11 @@ import verified_by
 from rtm_lab import lab as lab_module
 from rtm_lab import standalone, topics
 from rtm_lab.lab import LabState
-from rtm_lab.spark import session_jars, spark_session
+from rtm_lab.spark import keep_on_loopback, session_jars, spark_session
+
+# Before any session or child process starts: every Spark driver the tests start, in this process or in the
+# snippets and scripts they run as children, listens on loopback only (tests/lab/test_loopback.py checks it).
+keep_on_loopback()
 
 
 @pytest.fixture(scope="session")

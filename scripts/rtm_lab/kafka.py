@@ -214,9 +214,9 @@ def format_storage(java: str, classpath: str, config: Path, cluster: str) -> Non
 
     `--cluster-id=<id>` keeps the id one token, so even an id that starts with `-` is never read as an option.
     """
+    tool = [java, "-XX:-UsePerfData", "-cp", classpath, "kafka.tools.StorageTool"]
     fmt = subprocess.run(
-        [java, "-XX:-UsePerfData", "-cp", classpath, "kafka.tools.StorageTool", "format"]
-        + [f"--cluster-id={cluster}", "--config", str(config)],
+        [*tool, "format", f"--cluster-id={cluster}", "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=120,

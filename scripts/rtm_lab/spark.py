@@ -12,12 +12,25 @@ from rtm_lab import jars
 from rtm_lab.java import check_java
 
 DEFAULT_SLOTS = 4
+LOOPBACK = "127.0.0.1"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG4J_FILE_CONFIG = Path(__file__).with_name("log4j2-file.properties")
 
 
 def master_url(slots: int | None = None) -> str:
     return os.environ.get("SPARK_MASTER") or f"local[{slots or int(os.environ.get('RTM_LOCAL_SLOTS', DEFAULT_SLOTS))}]"
+
+
+def keep_on_loopback() -> None:
+    """In local mode, make the driver, its block manager and its UI listen on 127.0.0.1 only.
+
+    Left alone, Spark binds the driver's RPC and block-manager ports to the host's outward address (it warns "Your
+    hostname resolves to a loopback address ... using <address> instead") and the UI to every interface, all without
+    authentication. SPARK_LOCAL_IP is read by the JVM at launch and inherited by the processes it starts (the UI reads
+    only this); a cluster named by SPARK_MASTER needs reachable addresses, so it is left to that cluster's settings.
+    """
+    if not os.environ.get("SPARK_MASTER"):
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
 
 
 def connector_jars() -> list[Path]:
@@ -45,6 +58,7 @@ def spark_session(
     stderr (a new session only: the JVM reads its logging set-up once).
     """
     check_java()
+    keep_on_loopback()
     # Workers must run the same interpreter (and venv) as the driver, or pickled functions fail to load.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -229,6 +229,8 @@ def reader_env(tmp_path_factory, lab) -> dict[str, str]:
         "SPARK_CONF_DIR": str(conf),
         "KAFKA_BOOTSTRAP_SERVERS": lab.kafka_bootstrap,
         "POSTGRES_DSN": lab.postgres_dsn,
+        # The harness's rule, not the reader's: drivers started here listen on loopback only (see rtm_lab.spark).
+        "SPARK_LOCAL_IP": "127.0.0.1",
     }
     if os.environ.get("JAVA_HOME"):
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]
