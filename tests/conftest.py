@@ -108,6 +108,11 @@ _collected: list[str] = []
 
 def pytest_collection_modifyitems(session, config, items) -> None:
     _collected.extend(item.nodeid for item in items)
+    # A test that needs the services says so by asking for them: `pytest -m "not lab"` runs the rest with nothing
+    # started (fixtures that use `lab`, such as `spark` or `kafka_topic`, count too).
+    for item in items:
+        if "lab" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.lab)
 
 
 def pytest_runtest_logreport(report) -> None:

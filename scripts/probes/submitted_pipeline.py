@@ -53,16 +53,6 @@ def query_one(dsn: str, statement: sql.Composable, params: tuple = ()) -> tuple:
     return row
 
 
-def total_writes(dsn: str, schema: str) -> int:
-    return query_one(dsn, sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(schema, "writes")))[0]
-
-
-def write_counts(dsn: str, schema: str) -> tuple[int, int]:
-    """(writes, distinct keys written): with every key sent once, the difference is what was written again."""
-    statement = sql.SQL("SELECT count(*), count(DISTINCT id) FROM {}").format(sql.Identifier(schema, "writes"))
-    return query_one(dsn, statement)
-
-
 def first_write_after(dsn: str, schema: str, epoch_s: float) -> float | None:
     """Epoch seconds of the first write at or after `epoch_s` (server clock, same host as the caller)."""
     statement = sql.SQL("SELECT extract(epoch FROM min(at)) FROM {} WHERE at >= to_timestamp(%s)").format(

@@ -293,7 +293,6 @@ def tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-@pytest.mark.lab
 @pytest.mark.slow
 @pytest.mark.parametrize("path", COPIED_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tmp_path_factory, request):
@@ -385,7 +384,6 @@ def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tm
         request.config.stash.setdefault(SILENT, set()).add(page.name)
 
 
-@pytest.mark.lab
 @pytest.mark.slow
 def test_only_the_4_2_0_connector_resolves_from_maven_central(reader_env, tmp_path):
     """The set-up section's claims about Maven Central: the 4.2.0 connector alone resolves (the copy test runs every
@@ -410,7 +408,6 @@ def test_only_the_4_2_0_connector_resolves_from_maven_central(reader_env, tmp_pa
     ), tail(missing.stderr)
 
 
-@pytest.mark.lab
 @pytest.mark.slow
 def test_the_skills_readiness_checker_runs_outside_the_repository(reader_env, lab, kafka_topic, tmp_path):
     """The skill's scripts/rtm_check.py, copied alone next to a query file, checks it in the reader's set-up (the

@@ -8,7 +8,7 @@ import pytest
 
 from snippets.get_started.own_project import check_setup
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 
 def test_three_events_come_back_transformed(spark, lab):

@@ -18,7 +18,7 @@ from rtm_lab import plans, topics
 from rtm_lab.waiting import wait_until
 from snippets.guides.ad_attribution import start_real_time_pipeline
 
-pytestmark = [pytest.mark.slow, pytest.mark.lab]
+pytestmark = pytest.mark.slow
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 # A longer batch than the 5 s minimum, so that "at the batch end" and "at the timer's deadline" are seconds apart.

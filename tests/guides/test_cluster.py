@@ -22,7 +22,7 @@ from snippets.guides.kafka_to_postgres import parse_events, read_kafka
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 from snippets.reference.slot_sizing import kafka_partitions, slots_needed
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDES = ROOT / "snippets" / "guides"

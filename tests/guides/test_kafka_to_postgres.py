@@ -202,7 +202,6 @@ def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, t
     assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
 
 
-@pytest.mark.lab
 def test_failed_task_is_retried_on_a_standalone_cluster(lab, standalone_cluster, kafka_topic, pg_schema, tmp_path):
     """The same on a loopback standalone cluster (two workers, 2 cores each) with spark.task.maxFailures=2."""
     task_opens = run_fail_once(

@@ -34,7 +34,7 @@ from rtm_lab import loadgen, processes, sink_check, topics
 from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 
-pytestmark = [pytest.mark.lab, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 # Real-time mode's minimum: half of it is still 500 rows produced since the last commit when the kill lands.
 INTERVAL_S = 5
