@@ -9,6 +9,7 @@ import sys
 import psutil
 import pytest
 
+from rtm_lab import lab as lab_module
 from rtm_lab.paths import PROJECT_ROOT
 
 CHILD_SESSION = """
@@ -44,7 +45,9 @@ def on_loopback(address: str) -> bool:
 
 
 def test_the_lab_and_the_test_session_listen_on_loopback_only(lab, spark):
-    pids = [os.getpid(), *(s.pid for s in (lab.kafka, lab.postgres) if s.pid and not s.external)]
+    # The lab as it runs now, not the fixture's snapshot: the kill tests restart the broker under a new pid.
+    now = lab_module.status()
+    pids = [os.getpid(), *(s.pid for s in (now.kafka, now.postgres) if s.pid and not s.external)]
     sockets = listening(pids)
     names = {name for _, name, _, _ in sockets}
     assert {"java", "postgres"} <= names, sockets  # the broker and the Spark JVM both listen, and are seen
