@@ -121,18 +121,43 @@ def _kafka_copy(spark, bootstrap: str, source: str, sink: str, checkpoint: str, 
     return to_kafka(events.dropDuplicates(["id"]) if dedup else events, bootstrap, sink, checkpoint)
 
 
+def _has_adaptive_plan(plan: str) -> bool:
+    return "AdaptiveSparkPlan" in plan
+
+
 def test_aqe_is_off_in_a_real_time_plan(spark, lab, kafka_topic, checkpoint, stop_after):
-    """Adaptive query execution is on by default for batch queries; Spark turns it off for streaming queries, real-time
-    ones included: the executed plan of a real-time query with a shuffle has no AdaptiveSparkPlan node."""
+    """Adaptive query execution is on by default; Spark turns it off for real-time queries, stateless ones included:
+    the executed plan of a stateless real-time query with a `repartition` shuffle has no AdaptiveSparkPlan node."""
     from rtm_lab import plans
+    from snippets.reference.errors import read_events, to_kafka
 
     assert spark.conf.get("spark.sql.adaptive.enabled") == "true"
-    writer = _kafka_copy(spark, lab.kafka_bootstrap, kafka_topic(), kafka_topic(), checkpoint, dedup=True)
+    events = read_events(spark, lab.kafka_bootstrap, kafka_topic()).repartition(3)
+    writer = to_kafka(events, lab.kafka_bootstrap, kafka_topic(), checkpoint)
     query = stop_after(writer.outputMode("update").trigger(realTime=f"{INTERVAL_S} seconds").start())
     plan = plans.wait_for_real_time_scan(query, timeout_s=90)
-    assert "Exchange" in plan and "AdaptiveSparkPlan" not in plan, plan
+    assert "Exchange" in plan and not _has_adaptive_plan(plan), plan
     batch = spark.range(10).selectExpr("id % 2 AS k").groupBy("k").count()
-    assert "AdaptiveSparkPlan" in batch._jdf.queryExecution().executedPlan().toString()  # the batch default
+    assert _has_adaptive_plan(batch._jdf.queryExecution().executedPlan().toString())  # the batch default
+
+
+@pytest.mark.parametrize("stateful", [False, True], ids=["stateless", "stateful"])
+def test_aqe_in_micro_batch_is_kept_only_for_stateless_queries(spark, lab, kafka_topic, checkpoint, stateful):
+    """Micro-batch is different (SPARK-53941, Spark 4.1): a stateless micro-batch query with a shuffle keeps AQE
+    (its executed plan has an AdaptiveSparkPlan node); a stateful one (dropDuplicates) runs without it."""
+    from rtm_lab import plans
+    from snippets.reference.errors import read_events, to_kafka
+
+    source = kafka_topic()
+    produce_paced(lab.kafka_bootstrap, source, 4, rate=100)
+    events = read_events(spark, lab.kafka_bootstrap, source)
+    shaped = events.dropDuplicates(["id"]) if stateful else events.repartition(3)
+    query = to_kafka(shaped, lab.kafka_bootstrap, kafka_topic(), checkpoint).trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    assert not query.isActive and query.exception() is None
+    plan = plans.executed_plan(query)
+    assert "Exchange" in plan, plan
+    assert _has_adaptive_plan(plan) is not stateful, plan
 
 
 def test_legacy_continuous_processing_is_a_different_trigger(spark, lab, kafka_topic, checkpoint, stop_after):
