@@ -8,7 +8,7 @@
   kafka               Kafka -> real-time mode -> Kafka, latency from broker timestamps (LogAppendTime topics).
 
 Both run at the real-time interval Spark recommends (5 minutes, --interval to change it): a 30 s demo crosses no
-batch boundary, and rows never wait for one. Spark's own warnings go to a log file the summary names.
+batch boundary, so no row waits for one. Spark's own warnings go to a log file the summary names.
 Starts the lab if it is not running (and stops it again at the end if it started it). SPARK_MASTER runs the query
 on that cluster instead of local[N].
 """

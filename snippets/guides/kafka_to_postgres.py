@@ -32,7 +32,7 @@ EVENT_SCHEMA = StructType(
 )
 MAX_VALUE_BYTES = 16 * 1024
 # How long each real-time batch runs: offsets are committed (and a Python writer's rows released) at its end.
-# Spark recommends 5 minutes (5 seconds is the minimum); the JVM writer's rows never wait for it.
+# Spark recommends 5 minutes (5 seconds is the default minimum); the JVM writer gets rows while a batch runs.
 REAL_TIME_INTERVAL = "5 minutes"
 # With dedup=True rows cross real-time mode's streaming shuffle, which holds a partly filled network buffer for up to
 # spark.shuffle.streaming.networkBufferMaxWaitTimeMs (50 ms by default) before sending it on: most of a deduplicated

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the minimum); rows do not wait for it.
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 EVENT_SCHEMA = StructType(

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 # How often progress (offsets, then a commit) is recorded: rows after the last commit are read again on restart.
-# Spark recommends 5 minutes (5 seconds is the minimum): a longer interval means fewer stalls, more to replay.
+# Spark recommends 5 minutes (5 seconds is the default minimum): a longer interval means fewer stalls, more to replay.
 REAL_TIME_INTERVAL = "5 minutes"
 # --8<-- [end:imports]
 

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-# Spark's recommended interval; every query below that is not about the trigger uses it (5 seconds is the minimum).
+# Spark's recommended interval; every query below not about the trigger uses it (5 seconds is the default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 
@@ -61,7 +61,7 @@ def boolean_trigger(spark, bootstrap, source, sink, checkpoint) -> StreamingQuer
 # --8<-- [start:one_second_trigger]
 def one_second_trigger(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     events = read_events(spark, bootstrap, source)
-    # Wrong: the duration is how often progress is checkpointed, not a latency target; 5 seconds is the minimum.
+    # Wrong: the duration is how often progress is checkpointed, not a latency target; 5 seconds is the default minimum.
     return to_kafka(events, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime="1 second").start()
 
 

@@ -34,7 +34,7 @@ def low_latency_kafka_source(spark: SparkSession, bootstrap: str, topic: str, **
 
 # --8<-- [end:options]
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the minimum); rows do not wait for it.
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ def latency_keys_in_progress(query: StreamingQuery) -> set[str]:
 from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the minimum); rows do not wait for it.
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 

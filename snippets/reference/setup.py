@@ -14,7 +14,7 @@ import tempfile
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the minimum); rows do not wait for it.
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 # --8<-- [end:imports]
 
@@ -30,7 +30,7 @@ def start_real_time(
         .option("topic", topic)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")  # the only output mode real-time mode accepts
-        .trigger(realTime=interval)  # how often progress is checkpointed; rows do not wait for it
+        .trigger(realTime=interval)  # how often progress is checkpointed, not a latency target
         .start()
     )
 

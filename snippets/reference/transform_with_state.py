@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the minimum); rows do not wait for it.
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 CALLS_SCHEMA = StructType(
