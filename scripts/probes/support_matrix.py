@@ -304,12 +304,15 @@ def _console(p: Probe) -> StreamingQuery:
 
 NOT_IN_ALLOWLIST = "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"
 INPUT_NOT_SUPPORTED = "STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED"
-DBX_NOT_LISTED = "not listed"
-DBX_NOT_CHECKED = "not checked"  # added after the Databricks pages were read; see the page's note
+# Databricks cells name the page they come from in brackets ([ref], [lim], [setup]); docs/reference/support-matrix.md
+# expands each tag to its URL, edition and the month it was read (November 2026). Refresh all of them together.
+DBX_NOT_LISTED = "not listed [ref]"
+DBX_NOT_CHECKED = "not checked"  # the pages read do not say; see the page's note
+DBX_MAP_PARTITIONS = "may block output and add latency [lim]"
 
 
 CASES: list[Case] = [
-    Case("Source", "Kafka", _kafka_to_kafka, Outcome(RUNS), "supported"),
+    Case("Source", "Kafka", _kafka_to_kafka, Outcome(RUNS), "supported [ref]"),
     Case(
         "Source",
         "Kafka with minPartitions",
@@ -332,8 +335,8 @@ CASES: list[Case] = [
         at_run_time(INPUT_NOT_SUPPORTED, "FileStreamSource"),
         DBX_NOT_LISTED,
     ),
-    Case("Sink", "Kafka", _kafka_to_kafka, Outcome(RUNS), "supported"),
-    Case("Sink", "foreach (Python function)", _foreach, Outcome(RUNS), "supported (foreach writer)"),
+    Case("Sink", "Kafka", _kafka_to_kafka, Outcome(RUNS), "supported [ref]"),
+    Case("Sink", "foreach (Python function)", _foreach, Outcome(RUNS), "supported (forEachWriter) [ref]"),
     Case("Sink", "foreachBatch", _foreach_batch, at_start(NOT_IN_ALLOWLIST, "ForeachBatchSink"), DBX_NOT_LISTED),
     Case("Sink", "console", _console, Outcome(RUNS), DBX_NOT_LISTED),
     Case("Sink", "memory", _memory, at_start(NOT_IN_ALLOWLIST, "MemorySink"), DBX_NOT_LISTED),
@@ -344,31 +347,37 @@ CASES: list[Case] = [
         "file (Parquet)",
         _sink("parquet"),
         at_start("STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE", "Data Source parquet"),
-        "not supported (Delta)",
+        "not supported (Delta) [ref]",
     ),
-    Case("Operator", "project / filter", _project_filter, Outcome(RUNS), "supported"),
-    Case("Operator", "union of two Kafka sources", _union, Outcome(RUNS), "supported"),
+    Case("Operator", "project / filter", _project_filter, Outcome(RUNS), "supported [ref]"),
+    Case("Operator", "union of two Kafka sources", _union, Outcome(RUNS), "supported [ref]"),
     Case(
         "Operator",
         "union of two reads of one topic",
         _union_same_topic,
         Outcome(RUNS),
-        "supported (the limitations page's self-union workaround)",
+        "supported: the self-union workaround [lim]",
     ),
     Case(
         "Operator",
         "self-union (same DataFrame twice)",
         _self_union,
         at_run_time("STREAMING_REAL_TIME_MODE.IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED", "KafkaV2"),
-        "not supported",
+        "not supported [lim]",
     ),
-    Case("Operator", "broadcast stream-static join", _broadcast_join, Outcome(RUNS), "supported"),
+    Case(
+        "Operator",
+        "broadcast stream-static join",
+        _broadcast_join,
+        Outcome(RUNS),
+        "supported (table should be small) [ref]",
+    ),
     Case(
         "Operator",
         "stream-static join without broadcast (sort-merge)",
         _sort_merge_join,
         at_run_time(NOT_IN_ALLOWLIST, "SortExec"),
-        DBX_NOT_CHECKED,
+        "only the broadcast join is listed [ref]",
     ),
     Case(
         "Operator",
@@ -379,66 +388,70 @@ CASES: list[Case] = [
     ),
     Case("Operator", "limit", _limit, at_start("_LEGACY_ERROR_TEMP_3102", "Limits are not supported"), DBX_NOT_CHECKED),
     Case("Operator", "sort", _sort, at_start("_LEGACY_ERROR_TEMP_3102", "Sorting is not supported"), DBX_NOT_CHECKED),
-    Case("Operator", "groupBy aggregation", _aggregation, Outcome(RUNS), "supported"),
-    Case("Operator", "windowed aggregation", _window, Outcome(RUNS), "supported (tumbling, sliding)"),
-    Case("Operator", "dropDuplicates", _drop_duplicates, Outcome(RUNS), "supported (state is unbounded)"),
+    Case("Operator", "groupBy aggregation", _aggregation, Outcome(RUNS), "supported [ref]"),
+    Case(
+        "Operator", "windowed aggregation", _window, Outcome(RUNS), "supported (tumbling, sliding; not session) [ref]"
+    ),
+    Case("Operator", "dropDuplicates", _drop_duplicates, Outcome(RUNS), "supported (state is unbounded) [ref]"),
     Case(
         "Operator",
         "dropDuplicatesWithinWatermark",
         _drop_duplicates_within_watermark,
         at_run_time(NOT_IN_ALLOWLIST, "StreamingDeduplicateWithinWatermarkExec"),
-        "not supported",
+        "not supported [ref] (the copy read; see the note)",
     ),
     Case(
         "Operator",
         "transformWithState (Python, Row)",
         _transform_with_state,
         at_run_time("STDS_FAILED_TO_READ_OPERATOR_METADATA"),
-        "supported (DBR 17.3+)",
+        "supported, with some differences [ref]; use the Row API in Python [lim]",
     ),
     Case(
         "Operator",
         "transformWithStateInPandas",
         _transform_with_state_pandas,
         at_run_time("STDS_FAILED_TO_READ_OPERATOR_METADATA"),
-        DBX_NOT_LISTED,
+        "not supported [lim]",
     ),
     Case(
         "Operator",
         "stream-stream join",
         _stream_stream_join,
         at_run_time(NOT_IN_ALLOWLIST, "StreamingSymmetricHashJoinExec"),
-        DBX_NOT_LISTED,
+        "inner joins supported with extra settings, Runtime 18 LTS+ [setup]; outer joins not supported [setup]",
     ),
     Case(
         "Operator",
         "Python UDF (default, Arrow-optimized)",
         _python_udf,
         at_run_time(NOT_IN_ALLOWLIST, "ArrowEvalPythonExec"),
-        "supported (with some limitations)",
+        "supported, with some limitations [ref]",
     ),
     Case(
         "Operator",
         "Python UDF (useArrow=False)",
         _python_udf_pickled,
         at_run_time(NOT_IN_ALLOWLIST, "BatchEvalPythonExec"),
-        "supported (with some limitations)",
+        "supported, with some limitations [ref]",
     ),
     Case(
         "Operator",
         "pandas UDF",
         _pandas_udf,
         at_run_time(NOT_IN_ALLOWLIST, "ArrowEvalPythonExec"),
-        "supported (with some limitations)",
+        "supported, with some limitations [ref]",
     ),
-    Case("Operator", "mapInPandas", _map_in_pandas, at_run_time(NOT_IN_ALLOWLIST, "MapInPandasExec"), DBX_NOT_CHECKED),
-    Case("Operator", "mapInArrow", _map_in_arrow, at_run_time(NOT_IN_ALLOWLIST, "MapInArrowExec"), DBX_NOT_CHECKED),
+    Case(
+        "Operator", "mapInPandas", _map_in_pandas, at_run_time(NOT_IN_ALLOWLIST, "MapInPandasExec"), DBX_MAP_PARTITIONS
+    ),
+    Case("Operator", "mapInArrow", _map_in_arrow, at_run_time(NOT_IN_ALLOWLIST, "MapInArrowExec"), DBX_MAP_PARTITIONS),
     Case(
         "Operator",
         "applyInPandasWithState (Python flatMapGroupsWithState)",
         _apply_in_pandas_with_state,
         at_run_time(NOT_IN_ALLOWLIST, "SortExec"),
-        DBX_NOT_CHECKED,
+        "not supported ((flat)MapGroupsWithState) [ref]",
     ),
 ]
 
