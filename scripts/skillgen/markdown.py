@@ -101,7 +101,7 @@ def slugify(heading: str) -> str:
     """The anchor Python-Markdown's toc extension (mkdocs' default) gives a heading."""
     text = re.sub(r"\{#([^}]+)\}\s*$", "", heading)
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    text = re.sub(r"[`*_]", "", text).strip()
+    text = re.sub(r"[`*]", "", text).strip()
     text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     text = re.sub(r"[^\w\s-]", "", text).strip().lower()
     return re.sub(r"[-\s]+", "-", text)

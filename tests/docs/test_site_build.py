@@ -15,6 +15,28 @@ def test_strict_build_renders_every_page(built_site):
     assert (built_site / "search" / "search_index.json").is_file()
 
 
+def test_llms_txt_lists_every_page_and_llms_full_holds_them(built_site):
+    """/llms.txt links every page (by its Markdown address) and /llms-full.txt carries each page's title."""
+    from skillgen.markdown import read_page
+
+    index = (built_site / "llms.txt").read_text(encoding="utf-8")
+    full = (built_site / "llms-full.txt").read_text(encoding="utf-8")
+    pages = [p for p in sorted((ROOT / "docs").rglob("*.md")) if p.relative_to(ROOT / "docs").parts[0] != "results"]
+    missing = []
+    for path in pages:
+        rel = path.relative_to(ROOT / "docs")
+        address = (
+            "index.md"
+            if rel.name == "index.md" and len(rel.parts) == 1
+            else rel.with_suffix("").as_posix() + "/index.md"
+        )
+        if f"/{address})" not in index and f"/{rel.as_posix()})" not in index:
+            missing.append(str(rel))
+        title = read_page(ROOT, path.relative_to(ROOT)).title
+        assert title in full, f"{rel}: its title {title!r} is not in llms-full.txt"
+    assert not missing, f"pages not listed in llms.txt: {missing}\n{index}"
+
+
 def test_snippet_code_reaches_the_page(built_site):
     """The get-started page shows the quick-start pipeline's code, not the include line."""
     html = (built_site / "get-started" / "index.html").read_text(encoding="utf-8")
