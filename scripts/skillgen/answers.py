@@ -5,16 +5,23 @@ In the template:
     {{ case ID [ID ...] }}        what OSS Spark does with these support-matrix cases (scripts/probes/support_matrix.py)
     {{ databricks ID [ID ...] }}  what the Databricks docs say about them (the same cases' `databricks` field)
     {{ mistake ID }}              the error a mistake in scripts/probes/mistakes.py gets, and its fix
+    {{ figure FILE.json:PATH }}   one value from docs/results/FILE.json, so a measured figure is never typed: PATH
+                                  is keys joined by "/", and `key=value` picks the list item whose key has that value
+                                  (e.g. `ad_attribution_latency.json:runs/rate=1000/modes/realtime/p50_ms`)
 
 IDs are `Case.id` (e.g. `sink-foreachbatch`) and `Mistake.id` (e.g. `boolean_trigger`); an unknown one is an error
 naming the known ones.
 """
 
 import functools
+import json
 import re
+from pathlib import Path
 
 from skillgen.markdown import RenderError
 
+FIGURE = re.compile(r"\{\{ figure (?P<file>[\w.-]+\.json):(?P<path>\S+) \}\}")
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 DIRECTIVE = re.compile(r"\{\{ (?P<kind>case|databricks|mistake) (?P<ids>[\w-]+(?: [\w-]+)*) \}\}")
 
 
@@ -68,7 +75,34 @@ def _mistake_answer(mistake) -> str:
     return f"**No**: fails {_where(outcome.kind)}, `{outcome.error}`. {mistake.fix}"
 
 
+def _figure(file: str, path: str, where: str) -> str:
+    source = RESULTS / file
+    if not source.is_file():
+        raise RenderError(f"{where}: {{{{ figure {file}:{path} }}}}: docs/results/{file} does not exist.")
+    value = json.loads(source.read_text(encoding="utf-8"))
+    for step in path.split("/"):
+        key, eq, wanted = step.partition("=")
+        if eq and isinstance(value, list):
+            found = [item for item in value if isinstance(item, dict) and str(item.get(key)) == wanted]
+            value = found[0] if len(found) == 1 else None
+        elif isinstance(value, dict) and step in value:
+            value = value[step]
+        else:
+            value = None
+        if value is None:
+            raise RenderError(
+                f"{where}: {{{{ figure {file}:{path} }}}}: no single value at {step!r} in docs/results/{file}."
+            )
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
 def expand(text: str, where: str) -> str:
+    text = FIGURE.sub(lambda m: _figure(m["file"], m["path"], where), text)
+
     def replace(match: re.Match) -> str:
         ids = match["ids"].split()
         if match["kind"] == "mistake":

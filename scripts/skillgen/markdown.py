@@ -298,6 +298,8 @@ def rewrite_links(
         resolved = Path(_normalize(page_dir / path_part))
         if bang:
             return f"*{text_}* (image `{resolved.as_posix()}` in the repository)" if text_ else ""
+        if (resolved.as_posix(), anchor) in IN_SKILL_MD:
+            return f"[{text_}]({IN_SKILL_MD[resolved.as_posix(), anchor]})"
         if anchor and (resolved, anchor) in anchor_targets:
             file = anchor_targets[resolved, anchor]
             if file is None:  # a heading the page keeps out of the skill
@@ -310,6 +312,11 @@ def rewrite_links(
         return f"{text_} (`{resolved.as_posix()}`)"
 
     return _outside_code(text, lambda chunk: LINK.sub(rewrite, chunk))
+
+
+# Docs sections SKILL.md itself carries (its template repeats them): a reference's link goes there, not to a docs
+# page the skill does not have.
+IN_SKILL_MD = {("docs/get-started.md", "set-up-your-own-project"): "../SKILL.md#set-up-your-own-project"}
 
 
 def _outside_code(text: str, func) -> str:

@@ -176,6 +176,7 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
     assert sorted(listed) == [
         "CHANGELOG.md",
         "SKILL.md",
+        "assets/quickstart/kafka_to_kafka.py",
         "references/errors.md",
         "references/slot-sizing.md",
         "scripts/rtm_check.py",
@@ -279,6 +280,7 @@ def test_package_builds_the_same_archive_twice(sandbox, tmp_path):
         assert sorted(zf.namelist()) == [
             f"{SKILL}/CHANGELOG.md",
             f"{SKILL}/SKILL.md",
+            f"{SKILL}/assets/quickstart/kafka_to_kafka.py",
             f"{SKILL}/references/errors.md",
             f"{SKILL}/references/slot-sizing.md",
             f"{SKILL}/scripts/rtm_check.py",
@@ -483,7 +485,7 @@ def test_no_template_or_second_skill_under_skills():
 
 # ---- The "Can I ...?" table -----------------------------------------------------------------------------------------
 
-CAN_I_ROWS = 20
+CAN_I_ROWS = 22
 
 
 def can_i_rows() -> list[list[str]]:
