@@ -13,7 +13,6 @@ import org.apache.spark.sql.streaming.TimerValues;
 import org.apache.spark.sql.streaming.ValueState;
 import scala.jdk.javaapi.CollectionConverters;
 
-// --8<-- [start:processor]
 /**
  * The JVM twin of the Python CallRecorder: one output row per handleInputRows call, saying how many input rows the
  * call received, so the output shows how Spark grouped rows into calls. Unlike the Python API, the JVM operator is
@@ -54,4 +53,3 @@ public class CallRecorderProcessor extends StatefulProcessor<String, Row, String
         .toDF("value");
   }
 }
-// --8<-- [end:processor]
