@@ -187,7 +187,7 @@ FIXES = {
     "NoopTable": ("Use the Kafka sink, foreach, or console.", "support-matrix.md"),
     "VALUE_NOT_NON_EMPTY_STR": ('Pass the batch duration: trigger(realTime="5 minutes").', "errors.md"),
     "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL": (
-        "Use 5 seconds or more; rows do not wait for the interval.",
+        "Use 5 seconds or more: the interval is a checkpoint interval, not a latency target.",
         "errors.md",
     ),
     f"{RT}.OUTPUT_MODE_NOT_SUPPORTED": ('outputMode("update").', "errors.md"),
