@@ -568,3 +568,29 @@ def test_the_packaged_skill_loads_as_is(tmp_path):
     for path in sorted(folder.rglob("*.md")):
         problems += link_problems(path, path.read_text(), folder)
     assert problems == []
+
+
+def test_stateful_latency_row_takes_its_figures_from_the_results_file():
+    """The stateful-latency answer's numbers are rendered from docs/results/ad_attribution_latency.json, not typed."""
+    result = json.loads((ROOT / "docs" / "results" / "ad_attribution_latency.json").read_text())
+    (run,) = [r for r in result["runs"] if r["rate"] == 1000]
+    wait = result["settings"]["session_conf"]["spark.shuffle.streaming.networkBufferMaxWaitTimeMs"]
+    rows = {row[0]: row for row in can_i_rows()}
+    answer = rows["cut a stateful query's latency?"][1]
+
+    def shown(value) -> str:
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
+
+    realtime = run["modes"]["realtime"]
+    assert f"At {wait} ms" in answer, answer
+    assert f"p50 {shown(realtime['p50_ms'])} ms, p99 {shown(realtime['p99_ms'])} ms" in answer, answer
+
+
+def test_a_figure_directive_with_no_single_value_fails_the_render():
+    from skillgen.answers import expand
+    from skillgen.markdown import RenderError
+
+    with pytest.raises(RenderError, match="no single value at 'rate=7'"):
+        expand("{{ figure ad_attribution_latency.json:runs/rate=7/rate }}", "SKILL.md")
+    with pytest.raises(RenderError, match="does not exist"):
+        expand("{{ figure nothing.json:a }}", "SKILL.md")
