@@ -25,7 +25,7 @@ def start_broken(spark: SparkSession, bootstrap: str, source: str, sink: str, ch
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
-        .trigger(realTime="1 second")  # 3. under the 5-second minimum; 4. no outputMode("update")
+        .trigger(realTime="1 second")  # 3. under the 5-second default minimum; 4. no outputMode("update")
         .start()
     )
 
