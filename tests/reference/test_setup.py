@@ -135,6 +135,36 @@ def test_stateless_real_time_queries_track_progress_asynchronously_by_default(
     assert started(deduped, "stateful") == "MicroBatchExecution"
 
 
+@pytest.mark.slow
+def test_micro_batch_async_progress_tracking_runs_stateless_and_fails_a_stateful_query(
+    spark, lab, kafka_topic, tmp_path, stop_after
+):
+    """In micro-batch mode asyncProgressTrackingEnabled is yours to set, and only a stateless query takes it: a
+    stateful one (dropDuplicates) fails once running (Spark's performance-tips guide lists the limitation)."""
+    from snippets.reference.errors import error_class, read_events, to_kafka
+
+    source = kafka_topic()
+    topics.produce_json(lab.kafka_bootstrap, source, ({"id": i, "k": "a"} for i in range(5)))
+
+    def started(stateful: bool):
+        events = read_events(spark, lab.kafka_bootstrap, source)
+        if stateful:
+            events = events.dropDuplicates(["id"])
+        writer = to_kafka(events, lab.kafka_bootstrap, kafka_topic(), str(tmp_path / str(stateful)))
+        writer = writer.outputMode("update").option("asyncProgressTrackingEnabled", "true")
+        return stop_after(writer.trigger(processingTime="1 second").start())
+
+    stateless = started(stateful=False)
+    plans.wait_for_first_batch(stateless, timeout_s=90)
+    assert execution_kind(stateless) == "AsyncProgressTrackingMicroBatchExecution"
+    stateless.stop()
+    stateful = started(stateful=True)
+    with pytest.raises(Exception) as failed:
+        stateful.awaitTermination(90)
+    assert error_class(failed.value) == "IllegalArgumentException"
+    assert "Stateful streaming queries does not support async progress tracking" in str(failed.value)
+
+
 def _switch(spark, bootstrap: str, source: str, sink: str, checkpoint: str, stateful: bool, first: str, second: str):
     """Run `first` ("micro-batch": availableNow, or "real-time") on a checkpoint with 5 rows, then 5 more rows and
     `second` on the same checkpoint. Returns (error class or None, rows in the sink)."""
