@@ -175,6 +175,8 @@ def render_skill_md(root: Path, name: str, meta: dict, body: str, parts: list[Pa
     # The template links its references by their place in the skill folder (references/x.md).
     folder = Path(template).parent
     targets = {folder / "references" / f"{p.name}.md": f"references/{p.name}.md" for p in parts}
+    # Files the skill bundles (the quick start) are linked by their place in the skill folder too.
+    targets |= {folder / target: target for target in BUNDLED_SCRIPTS}
     anchor_targets = {
         (folder / "references" / f"{p.name}.md", anchor): f"references/{p.name}.md"
         for p in parts

@@ -594,3 +594,13 @@ def test_a_figure_directive_with_no_single_value_fails_the_render():
         expand("{{ figure ad_attribution_latency.json:runs/rate=7/rate }}", "SKILL.md")
     with pytest.raises(RenderError, match="does not exist"):
         expand("{{ figure nothing.json:a }}", "SKILL.md")
+
+
+def test_skill_md_links_the_bundled_quick_start_and_names_no_repository_path():
+    """The quick start ships whole in assets/ and SKILL.md links it there; no link became a repository path."""
+    text = (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+    assert "](assets/quickstart/kafka_to_kafka.py)" in text
+    assert (ROOT / "skills" / SKILL / "assets" / "quickstart" / "kafka_to_kafka.py").read_bytes() == (
+        ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py"
+    ).read_bytes()
+    assert "(`scripts/" not in text and "(`docs/" not in text and "(`snippets/" not in text
