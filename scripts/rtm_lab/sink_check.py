@@ -79,15 +79,18 @@ def wait_for(
     return last[-1] if last else counts(dsn, schema, table, dead_letter_table)
 
 
-def e2e_latencies_ms(dsn: str, schema: str, table: str, since_created_ms: int = 0) -> list[float]:
-    """Per row: the time it was written in Postgres (clock_timestamp() in the upsert, same host clock as the
-    producer) minus its creation time in the producer."""
+def e2e_latencies_ms(
+    dsn: str, schema: str, table: str, since_created_ms: int = 0, until_created_ms: int | None = None
+) -> list[float]:
+    """Per row created in [since_created_ms, until_created_ms): the time it was written in Postgres
+    (clock_timestamp() in the upsert, same host clock as the producer) minus its creation time in the producer."""
     with psycopg2.connect(dsn, connect_timeout=5) as conn, conn.cursor() as cur:
         cur.execute(
-            sql.SQL("SELECT extract(epoch FROM written_at) * 1000 - created_ms FROM {} WHERE created_ms >= %s").format(
-                sql.Identifier(schema, table)
-            ),
-            (since_created_ms,),
+            sql.SQL(
+                "SELECT extract(epoch FROM written_at) * 1000 - created_ms FROM {} "
+                "WHERE created_ms >= %s AND created_ms < %s"
+            ).format(sql.Identifier(schema, table)),
+            (since_created_ms, until_created_ms if until_created_ms is not None else 2**62),
         )
         samples = [float(r[0]) for r in cur.fetchall()]
     conn.close()
