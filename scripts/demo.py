@@ -13,8 +13,8 @@ Starts the lab if it is not running (and stops it again at the end if it started
 on that cluster instead of local[N].
 
 The latency figures are the pipeline's in steady state: the demo first warms up until the backlog (events produced
-but not yet out) has stayed under --settle-rows for --settle-seconds (a freshly started JVM falls up to a second
-behind for its first 15-20 s on a first run), prints how long that took and the warm-up's own figures on a line of
+but not yet out) has stayed under --settle-rows for --settle-seconds (a freshly started JVM runs the query slowly
+until it has compiled it: on a first run it can fall a second behind for 15-20 s), prints how long that took and the warm-up's own figures on a line of
 their own, then measures --seconds. If the backlog never settles within --warmup-max, it measures anyway and says the
 figures are not steady state.
 """
