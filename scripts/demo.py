@@ -177,6 +177,17 @@ STOP_MID_BATCH = re.compile(r"Connection to streaming shuffle writer \d+ closed 
 # 4.3.0's MicroBatchExecution and in the bytecode of the pinned spark-sql jar; tests/test_demo.py checks it on a real
 # run with AQE off from the start).
 AQE_OFF = re.compile(r"Disabling AQE since AQE is not supported for Real-time Mode")
+# What Spark 4.3 logs when opening a state store (dropDuplicates keeps one per shuffle partition) took over 2 s
+# (StateStore.getStateStoreProvider, SPARK-42567): a busy machine, seen when other work shares the cores.
+SLOW_STATE_STORE = re.compile(r"Loaded state store provider in loadTimeMs=\d+")
+EXPECTED_WARNINGS = (
+    (
+        AQE_OFF,
+        "Spark's notice that real-time mode runs without AQE, which Spark 4.3 logs for every real-time query even "
+        "with AQE off from the start as here: nothing to fix",
+    ),
+    (SLOW_STATE_STORE, "a state store that took over 2 s to open, which Spark warns about: a busy machine"),
+)
 
 
 def _count(n: int, noun: str) -> str:
@@ -184,21 +195,21 @@ def _count(n: int, noun: str) -> str:
 
 
 def log_line(log_file, query_ended_cleanly: bool) -> str:
-    """Spark's log in one line: warnings, errors, and which of them are the expected ones (AQE turned off, stopping
-    mid-batch)."""
+    """Spark's log in one line: warnings, errors, and which of them are expected (named, with why)."""
     text = log_file.read_text(errors="replace") if log_file.is_file() else ""
     # A record starts with "HH:MM:SS LEVEL logger: message"; the lines after it, up to the next record, are its trace.
     records = [record for record in re.split(r"\n(?=\d\d:\d\d:\d\d )", text) if record[:2].isdigit()]
     warnings = [record for record in records if record.split(" ", 2)[1:2] == ["WARN"]]
     errors = [record for record in records if record.split(" ", 2)[1:2] == ["ERROR"]]
-    aqe_off = sum(bool(AQE_OFF.search(record)) for record in warnings)
+    named = [
+        f"{found} of them {why}"
+        for pattern, why in EXPECTED_WARNINGS
+        if (found := sum(bool(pattern.search(record)) for record in warnings))
+    ]
     at_stop = sum(bool(STOP_MID_BATCH.search(record)) for record in errors) if query_ended_cleanly else 0
     line = f"Spark's log     {log_file}: {_count(len(warnings), 'warning')}"
-    if aqe_off:
-        line += (
-            f" ({aqe_off} of them Spark's notice that real-time mode runs without AQE: Spark 4.3 logs it for every "
-            "real-time query, even with AQE off from the start, as here; nothing to fix)"
-        )
+    if named:
+        line += f" ({'; '.join(named)})"
     line += f", {_count(len(errors), 'error')}"
     if at_stop:
         line += (

@@ -3,8 +3,9 @@ the master it really ran on named, a warm-up until the backlog settled with the 
 and Spark's log summed up with no warning or error left unexplained.
 
 The errors the summary explains are what Spark 4.3 logs when a real-time query with a shuffle (here dropDuplicates)
-is stopped mid-batch; the query itself ends without an error, or the demo would have failed. The one warning is
-Spark's notice that it turned AQE off, logged for every real-time query even though the demo turns AQE off itself.
+is stopped mid-batch; the query itself ends without an error, or the demo would have failed. The warning is
+Spark's notice that it turned AQE off, logged for every real-time query even though the demo turns AQE off itself
+(on a busy machine Spark can also warn that a state store took over 2 s to open; the summary names that too).
 """
 
 import re
@@ -77,19 +78,21 @@ def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_e
     assert abs((cut - first) / 1000 - settled_s) < 1, (cut - first, settled_s)  # measured from the settle point
     assert abs((last - cut) / 1000 - MEASURE_S) < 1.5, (last - cut, MEASURE_S)  # ... for --seconds
 
-    log = re.search(
-        r"Spark's log +(\S+): (\d+) warnings?(?: \((\d+) of them Spark's notice that real-time mode runs without AQE)?"
-        r".*?, (\d+) errors?(?: \((\d+) of them from stopping)?",
-        out,
-    )
+    log = re.search(r"Spark's log +(\S+): (\d+) warnings?(.*?), (\d+) errors?(?: \((\d+) of them from stopping)?", out)
     assert log, out
-    warnings, aqe_off, errors, explained = int(log[2]), int(log[3] or 0), int(log[4]), int(log[5] or 0)
+    warnings, errors, explained = int(log[2]), int(log[4]), int(log[5] or 0)
+    aqe_off = re.search(r"(\d+) of them Spark's notice that real-time mode runs without AQE", log[3])
+    slow_store = re.search(r"(\d+) of them a state store that took over 2 s to open", log[3])  # a busy machine
     text = Path(log[1]).read_text()
-    assert warnings == aqe_off == 1, text[-3000:]
+    assert aqe_off and int(aqe_off[1]) == 1, text[-3000:]
+    assert warnings == 1 + int(slow_store[1] if slow_store else 0), text[-3000:]
     assert errors == explained, text[-3000:]
-    # What the summary promises of the file: the warning is Spark's AQE notice, logged although the demo set
-    # spark.sql.adaptive.enabled=false before the query started, and every error is the stop-time notice it names.
-    assert text.count(" WARN ") == 1 and "Disabling AQE since AQE is not supported for Real-time Mode" in text
+    # What the summary promises of the file: Spark's AQE notice is there, logged although the demo set
+    # spark.sql.adaptive.enabled=false before the query started; any other warning is a slow state store; every
+    # error is the stop-time notice it names.
+    assert text.count(" WARN ") == warnings
+    assert text.count("WARN MicroBatchExecution: Disabling AQE since AQE is not supported for Real-time Mode") == 1
+    assert text.count("WARN StateStore: Loaded state store provider in loadTimeMs=") == warnings - 1
     assert text.count(" ERROR ") == errors
     assert len(re.findall(r"Connection to streaming shuffle writer \d+ closed before termination", text)) >= errors
     # SESSION_CONF's shuffle buffer holds the largest dead letter: the streaming shuffle has no row to warn about.

@@ -197,32 +197,32 @@ def run_scenario(
         cut_ms = began_ms + int(scenario.warmup_s * 1000)
         stop_at = None  # monotonic time the generator is stopped at, once the warm-up is over
         max_lag, next_say = 0, started + PROGRESS_EVERY_S
-        while producer.is_alive():
-            # A settle rule is checked every second (progress is printed every two); the stop is timed to the tick.
-            step = 1.0 if settling else PROGRESS_EVERY_S
-            producer.join(timeout=step if stop_at is None else max(0.01, min(step, stop_at - time.monotonic())))
-            if stop_at is not None and time.monotonic() >= stop_at:
-                stop.set()
-                producer.join()
-            found = sink_check.counts(dsn, schema, TABLE)
-            landed = found.rows + found.dead_letters
-            sent = events.counts.total()
-            lag = max(0, len(events.keys) + events.bad - landed)
-            max_lag = max(max_lag, lag)
-            now = time.monotonic()
-            warming = settling is not None and not settling.done
-            ended = warming and settling.observe(now, lag)
-            if ended:
-                cut_ms, stop_at = time.time_ns() // 1_000_000, now + scenario.seconds
-            if now >= next_say or ended or not producer.is_alive():
-                next_say = now + PROGRESS_EVERY_S
-                say(
-                    f"  {scenario.name:>14}  t={now - started:5.1f}s  produced {sent:>8}  "
-                    f"in Postgres {found.rows:>8}  dead letters {found.dead_letters:>5}  behind {lag:>7}"
-                    + ("  (warm-up)" if warming else "")
-                )
-            if ended:
-                say(f"  JVM warm-up {settling.summary()}; measuring {scenario.seconds:g} s from here")
+        with contextlib.closing(sink_check.Landed(dsn, schema, TABLE)) as landed:
+            while producer.is_alive():
+                # A settle rule is checked every second (progress is printed every two); the stop is timed to the tick.
+                step = 1.0 if settling else PROGRESS_EVERY_S
+                producer.join(timeout=step if stop_at is None else max(0.01, min(step, stop_at - time.monotonic())))
+                if stop_at is not None and time.monotonic() >= stop_at:
+                    stop.set()
+                    producer.join()
+                # What should have landed, read just before the count's snapshot: the backlog at that instant.
+                now, sent, expected = time.monotonic(), events.counts.total(), len(events.keys) + events.bad
+                rows, dead_letters = landed()
+                lag = max(0, expected - rows - dead_letters)
+                max_lag = max(max_lag, lag)
+                warming = settling is not None and not settling.done
+                ended = warming and settling.observe(now, lag)
+                if ended:
+                    cut_ms, stop_at = time.time_ns() // 1_000_000, now + scenario.seconds
+                if now >= next_say or ended or not producer.is_alive():
+                    next_say = now + PROGRESS_EVERY_S
+                    say(
+                        f"  {scenario.name:>14}  t={now - started:5.1f}s  produced {sent:>8}  "
+                        f"in Postgres {rows:>8}  dead letters {dead_letters:>5}  behind {lag:>7}"
+                        + ("  (warm-up)" if warming else "")
+                    )
+                if ended:
+                    say(f"  JVM warm-up {settling.summary()}; measuring {scenario.seconds:g} s from here")
         if "stats" not in result:
             raise LabError("The generator failed; see the error above.")
         stats = result["stats"]
