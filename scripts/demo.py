@@ -86,8 +86,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--settle-seconds",
         type=cli.positive_float,
         metavar="SECONDS",
-        default=5,
-        help="warm-up: ... when it stays under --settle-rows this many seconds straight (default 5); the latency "
+        default=10,
+        help="warm-up: ... when it stays under --settle-rows this many seconds straight (default 10); the latency "
         "figures are of the --seconds after that",
     )
     parser.add_argument(
