@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 .PHONY: help setup demo test test-fast test-versions lint format lab-up lab-down lab-status clean docs docs-build skill
 
 help:
-	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, ~30 s)"
+	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, a warm-up then 30 s)"
 	@echo "make test    set up everything, then lint and run the whole test suite"
 	@echo "make test-fast   lint, docs, skill, generators and quick Spark cases only (pytest -m 'not slow', < 3 min)"
 	@echo "make test-versions   quick start, trigger and support-matrix cases on PySpark 4.1.4, 4.2.1 and 4.3.0 (heavy)"

@@ -32,7 +32,7 @@ import psycopg2
 from psycopg2 import sql
 from pyspark.errors import StreamingQueryException
 
-from rtm_lab import cli, jvm, lab, latency, loadgen, machine, plans, sink_check, topics
+from rtm_lab import cli, jvm, lab, latency, loadgen, machine, plans, sink_check, topics, warmup
 from rtm_lab.errors import LabError
 from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import WaitTimeout, wait_until
@@ -42,6 +42,7 @@ from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_table
 
 TABLE = "events"
 KEPT_UP_DRAIN_S = 5.0
+PROGRESS_EVERY_S = 2.0
 DEFAULT_DWELL_MS = SinkConfig.max_dwell_ms  # the writer's own default
 
 
@@ -146,7 +147,18 @@ def dropped_by_spark(query) -> int:
     )
 
 
-def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool = False, prefix: str = "bench") -> dict:
+def run_scenario(
+    spark,
+    state,
+    scenario: Scenario,
+    say=print,
+    keep_tables: bool = False,
+    prefix: str = "bench",
+    settle: warmup.SettleRule | None = None,
+) -> dict:
+    """One scenario, reconciled. Rows created in the first `scenario.warmup_s` seconds are left out of the latency
+    figures; with `settle`, rows created before the backlog settled are instead (their figures under "warmup"), and
+    `scenario.seconds` is measured from there."""
     dsn, bootstrap = state.postgres_dsn, state.kafka_bootstrap
     schema = _create_schema(dsn, prefix)
     topic = topics.create_topic(bootstrap, topics.unique_name("sink-bench"), scenario.partitions)
@@ -166,29 +178,51 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
             duplicate_pct=scenario.duplicate_pct, bad_pct=scenario.bad_pct, payload_bytes=scenario.payload_bytes
         )
         result: dict = {}
+        stop = threading.Event()
+        # With a settle rule the generator runs until the warm-up is over and `seconds` more; it is stopped then.
+        produce_s = scenario.seconds + (settle.max_s if settle else 0)
         began_ms = time.time_ns() // 1_000_000
         producer = threading.Thread(
             target=lambda: result.update(
                 stats=loadgen.produce_at_rate(
-                    bootstrap, topic, scenario.rate, scenario.seconds, event=events, linger_ms=scenario.linger_ms
+                    bootstrap, topic, scenario.rate, produce_s, event=events, linger_ms=scenario.linger_ms, stop=stop
                 )
             ),
             daemon=True,
         )
         producer.start()
         started = time.monotonic()
-        max_lag = 0
-        while producer.is_alive():
-            producer.join(timeout=2)
-            found = sink_check.counts(dsn, schema, TABLE)
-            landed = found.rows + found.dead_letters
-            sent = events.counts.total()
-            lag = max(0, len(events.keys) + events.bad - landed)
-            max_lag = max(max_lag, lag)
-            say(
-                f"  {scenario.name:>14}  t={time.monotonic() - started:5.1f}s  produced {sent:>8}  "
-                f"in Postgres {found.rows:>8}  dead letters {found.dead_letters:>5}  behind {lag:>7}"
-            )
+        settling = warmup.Settling(settle, started) if settle else None
+        # Rows created from `cut_ms` on are measured: after a fixed warm-up, or from where the backlog settled.
+        cut_ms = began_ms + int(scenario.warmup_s * 1000)
+        stop_at = None  # monotonic time the generator is stopped at, once the warm-up is over
+        max_lag, next_say = 0, started + PROGRESS_EVERY_S
+        with contextlib.closing(sink_check.Landed(dsn, schema, TABLE)) as landed:
+            while producer.is_alive():
+                # A settle rule is checked every second (progress is printed every two); the stop is timed to the tick.
+                step = 1.0 if settling else PROGRESS_EVERY_S
+                producer.join(timeout=step if stop_at is None else max(0.01, min(step, stop_at - time.monotonic())))
+                if stop_at is not None and time.monotonic() >= stop_at:
+                    stop.set()
+                    producer.join()
+                # What should have landed, read just before the count's snapshot: the backlog at that instant.
+                now, sent, expected = time.monotonic(), events.counts.total(), len(events.keys) + events.bad
+                rows, dead_letters = landed()
+                lag = max(0, expected - rows - dead_letters)
+                max_lag = max(max_lag, lag)
+                warming = settling is not None and not settling.done
+                ended = warming and settling.observe(now, lag)
+                if ended:
+                    cut_ms, stop_at = time.time_ns() // 1_000_000, now + scenario.seconds
+                if now >= next_say or ended or not producer.is_alive():
+                    next_say = now + PROGRESS_EVERY_S
+                    say(
+                        f"  {scenario.name:>14}  t={now - started:5.1f}s  produced {sent:>8}  "
+                        f"in Postgres {rows:>8}  dead letters {dead_letters:>5}  behind {lag:>7}"
+                        + ("  (warm-up)" if warming else "")
+                    )
+                if ended:
+                    say(f"  JVM warm-up {settling.summary()}; measuring {scenario.seconds:g} s from here")
         if "stats" not in result:
             raise LabError("The generator failed; see the error above.")
         stats = result["stats"]
@@ -204,9 +238,7 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
             # Spark reports dropped rows when a real-time batch ends: worth waiting for only at a short interval.
             with contextlib.suppress(WaitTimeout):
                 wait_until(lambda: dropped_by_spark(query) >= events.duplicates, 15, "dropped-row metrics")
-        samples = sink_check.e2e_latencies_ms(
-            dsn, schema, TABLE, since_created_ms=began_ms + int(scenario.warmup_s * 1000)
-        )
+        samples = sink_check.e2e_latencies_ms(dsn, schema, TABLE, since_created_ms=cut_ms)
         with psycopg2.connect(dsn) as conn, conn.cursor() as cur:
             cur.execute(
                 sql.SQL(
@@ -246,6 +278,20 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
             "e2e_p99_ms": summary.get("p99_ms"),
             "e2e_max_ms": summary.get("max_ms"),
         }
+        if settling is not None:
+            warm = latency.summarize(sink_check.e2e_latencies_ms(dsn, schema, TABLE, until_created_ms=cut_ms))
+            run["warmup"] = {
+                "rule": asdict(settle),
+                "settled": settling.settled_at is not None,
+                "seconds": round(settling.seconds, 1),
+                "worst_behind_rows": settling.worst_behind,
+                "summary": settling.summary(),
+                "e2e_samples": warm.get("n", 0),
+                "e2e_p50_ms": warm.get("p50_ms"),
+                "e2e_p95_ms": warm.get("p95_ms"),
+                "e2e_p99_ms": warm.get("p99_ms"),
+                "e2e_max_ms": warm.get("max_ms"),
+            }
         if keep_tables:
             run["schema"] = schema
         return run

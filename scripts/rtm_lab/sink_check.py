@@ -42,6 +42,27 @@ def counts(dsn: str, schema: str, table: str, dead_letter_table: str | None = "d
     return result
 
 
+class Landed:
+    """Rows and dead letters in the tables right now, on one connection kept open, for polling a backlog: a fresh
+    connection per poll (tens of ms on a busy machine) and count(DISTINCT) would let the producer run ahead of the
+    snapshot and show rows behind that are not. In autocommit each call sees the tables as of its own start."""
+
+    def __init__(self, dsn: str, schema: str, table: str, dead_letter_table: str = "dead_letter"):
+        self._conn = psycopg2.connect(dsn, connect_timeout=5)
+        self._conn.autocommit = True
+        self._query = sql.SQL("SELECT (SELECT count(*) FROM {}), (SELECT count(*) FROM {})").format(
+            sql.Identifier(schema, table), sql.Identifier(schema, dead_letter_table)
+        )
+
+    def __call__(self) -> tuple[int, int]:
+        with self._conn.cursor() as cur:
+            cur.execute(self._query)
+            return cur.fetchone()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 def keys(dsn: str, schema: str, table: str) -> dict[int, int]:
     """Every stored key with its `created_ms`, to check which version of a key won."""
     with psycopg2.connect(dsn, connect_timeout=5) as conn, conn.cursor() as cur:
@@ -79,15 +100,18 @@ def wait_for(
     return last[-1] if last else counts(dsn, schema, table, dead_letter_table)
 
 
-def e2e_latencies_ms(dsn: str, schema: str, table: str, since_created_ms: int = 0) -> list[float]:
-    """Per row: the time it was written in Postgres (clock_timestamp() in the upsert, same host clock as the
-    producer) minus its creation time in the producer."""
+def e2e_latencies_ms(
+    dsn: str, schema: str, table: str, since_created_ms: int = 0, until_created_ms: int | None = None
+) -> list[float]:
+    """Per row created in [since_created_ms, until_created_ms): the time it was written in Postgres
+    (clock_timestamp() in the upsert, same host clock as the producer) minus its creation time in the producer."""
     with psycopg2.connect(dsn, connect_timeout=5) as conn, conn.cursor() as cur:
         cur.execute(
-            sql.SQL("SELECT extract(epoch FROM written_at) * 1000 - created_ms FROM {} WHERE created_ms >= %s").format(
-                sql.Identifier(schema, table)
-            ),
-            (since_created_ms,),
+            sql.SQL(
+                "SELECT extract(epoch FROM written_at) * 1000 - created_ms FROM {} "
+                "WHERE created_ms >= %s AND created_ms < %s"
+            ).format(sql.Identifier(schema, table)),
+            (since_created_ms, until_created_ms if until_created_ms is not None else 2**62),
         )
         samples = [float(r[0]) for r in cur.fetchall()]
     conn.close()
