@@ -540,7 +540,8 @@ def _moment(
             module = allowlist.getField("MODULE$").get(None)
             allowed = getattr(
                 module,
-                "org$apache$spark$sql$execution$streaming$runtime$RealTimeModeAllowlist$$isAllowed",
+                "org$apache$spark$sql$execution$streaming$runtime$"
+                "RealTimeModeAllowlist$$isAllowed",
             )
             refused = sorted(
                 {_name(n) for n in _streaming_nodes(plan) if not allowed(n)}
