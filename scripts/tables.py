@@ -5,7 +5,8 @@
                                                  readiness check's agreement, from readiness-check.json)
   python scripts/tables.py readiness-check       the readiness check's agreement and sample reports, from its JSON
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
-  python scripts/tables.py latency               latency.md (and latency.png) from the latency benchmark's JSON
+  python scripts/tables.py latency               latency.md from the latency benchmark's JSON
+  python scripts/tables.py latency-sweep-headline the front page's headline sentence, from the interval sweep's JSON
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings   likewise, from their JSON
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
@@ -63,15 +64,15 @@ def _mistakes_rows():
     return table_rows()
 
 
-def _from_json(json_name: str, module: str) -> Callable[[Path], str]:
-    """A table its benchmark wrote beside a JSON file, rendered again from that JSON by `module.markdown`."""
+def _from_json(json_name: str, module: str, function: str = "markdown") -> Callable[[Path], str]:
+    """A table its benchmark wrote beside a JSON file, rendered again from that JSON by `module.function`."""
 
     def render(results: Path) -> str:
         path = results / json_name
         if not path.is_file():
             raise FileNotFoundError(f"{path} does not exist: run its benchmark first (see docs/benchmarks/).")
         # Imported here: a table's module may need Spark or the lab, and `tables.py errors` needs neither.
-        return importlib.import_module(module).markdown(json.loads(path.read_text()))
+        return getattr(importlib.import_module(module), function)(json.loads(path.read_text()))
 
     return render
 
@@ -85,6 +86,9 @@ TABLES = {
         "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", "benchmarks.latency_report")
     ),
     "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", "benchmarks.sweep_report")),
+    "latency-sweep-headline": Table(
+        "latency-sweep-headline.md", _from_json("latency-sweep.json", "benchmarks.sweep_report", "headline_markdown")
+    ),
     "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", "probes.kafka_tuning")),
     "sink": Table("sink.md", _from_json("sink.json", "benchmarks.sink")),
     "sink-5s": Table("sink-5s.md", _from_json("sink-5s.json", "benchmarks.sink")),

@@ -117,9 +117,10 @@ def main(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
+# Two tables that fit a page: the figures per setting, then what the query ran with (long class names).
+SEEN_HEADER = ["setting", "engine", "garbage collectors"]
 HEADER = [
     "setting",
-    "engine, garbage collectors",
     "runs",
     "boundaries",
     "p50 ms",
@@ -134,14 +135,14 @@ FIGURES = ("p50_ms", "p99_ms", "p99.9_ms", "stall_median_ms", "overrun_median_ms
 def markdown(result: dict) -> str:
     from benchmarks.sweep_report import cell
 
-    rows = []
+    rows, seen = [], []
     for row in result["rows"]:
         f = row["figures"]
         boundaries = f["boundaries_crossed"]["median"]
         ran = row["runs"][0]
-        seen = f"{ran.get('engine', '?')}, {' + '.join(ran.get('gc', []))}"
+        seen.append([row["what"], f"`{ran.get('engine', '?')}`", " + ".join(ran.get("gc", []))])
         rows.append(
-            [row["what"], seen, len(row["runs"]), "-" if boundaries is None else f"{boundaries:g}"]
+            [row["what"], len(row["runs"]), "-" if boundaries is None else f"{boundaries:g}"]
             + [cell(f[name]) for name in FIGURES]
         )
     m, load, s = result["machine"], result["load_average"], result["settings"]
@@ -153,7 +154,10 @@ def markdown(result: dict) -> str:
             f"**{result['rate']:,.0f} events/s**, {result['seconds']:.0f} s per run (the first "
             f"{result['warmup_s']:.0f} s left out); median over {result['repeat']} run(s), range in brackets.",
             "",
-            markdown_table(HEADER, rows, ["", "", "right", "right", "right", "right", "right", "right", "right"]),
+            markdown_table(HEADER, rows, ["", "right", "right", "right", "right", "right", "right", "right"]),
+            "What each run's query ran with (its execution engine and the JVM's garbage collectors, read back):",
+            "",
+            markdown_table(SEEN_HEADER, seen),
             f"- Machine: {m['cores']} cores, {m['memory_gib']} GiB, {m['cpu_model']}, {m['os']}",
             f"- Load average (1/5/15 min): {' / '.join(map(str, load['start']))} at the start, "
             f"{' / '.join(map(str, load['end']))} at the end",

@@ -9,21 +9,19 @@ from benchmarks import latency_report
 from benchmarks.boundaries import MOMENTS, WINDOW_AFTER_MS, WINDOW_BEFORE_MS
 from benchmarks.latency_report import COLORS, MODE_LABELS, PIPELINE_LABELS
 from rtm_lab.generated import markdown_table
+from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL as RECOMMENDED_INTERVAL
 
-HEADER = [
-    "mode",
-    "trigger",
-    "runs",
-    "boundaries",
-    "p50 ms",
-    "p95 ms",
-    "p99 ms",
-    "p99.9 ms",
-    "max ms",
-    "stall per boundary ms",
-    "batch overrun ms",
-]
-ALIGN = ["", "", "right", "right", "right", "right", "right", "right", "right", "right", "right"]
+# Two tables that fit a page: the latency of every row, then what the real-time rows' batch boundaries cost. Rows
+# carry short labels; the legend under the tables gives each label's trigger as code.
+HEADER = ["row", "runs", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms"]
+ALIGN = ["", "right", "right", "right", "right", "right", "right"]
+BOUNDARY_HEADER = ["row", "boundaries", "stall per boundary ms", "batch overrun ms"]
+BOUNDARY_ALIGN = ["", "right", "right", "right"]
+SHORT_LABELS = {
+    "microbatch_500ms": "micro-batch 500 ms",
+    "microbatch_0": "micro-batch 0 s",
+    "microbatch_async": "micro-batch async",
+}
 INTERVAL_COLORS = ["#2ca02c", "#17becf", "#1f77b4", "#8c564b", "#e377c2", "#bcbd22"]
 
 
@@ -52,29 +50,58 @@ def trigger(row: dict, result: dict) -> str:
     return f"`{latency_report.trigger_text(row['mode'], result)}`"
 
 
+def short_label(row: dict) -> str:
+    """The row's name in the tables: the mode in a few words, the real-time interval as Spark spells it."""
+    if row["mode"] == "realtime":
+        return f"real-time {row['rtm_interval']}"
+    return SHORT_LABELS.get(row["mode"], MODE_LABELS.get(row["mode"], row["mode"]))
+
+
+def legend(result: dict) -> str:
+    """What each short label runs: its trigger, as code (the tables hold none, so no column wraps code mid-word)."""
+    parts = []
+    for row in result["rows"]:
+        if row["mode"] == "realtime":
+            continue
+        text = latency_report.trigger_text(row["mode"], result)
+        code, _, note = text.partition(" (")
+        parts.append(f"**{short_label(row)}**: `{code}`" + (f" ({note}" if note else ""))
+    if any(row["mode"] == "realtime" for row in result["rows"]):
+        parts.append('**real-time N**: `realTime="N"`')
+    return "Rows: " + "; ".join(parts) + "."
+
+
+def _failed(row: dict) -> str | None:
+    errors = [r["error"] for r in row["runs"] if r.get("error")]
+    return f"query failed: `{errors[0]}`" if errors else None
+
+
 def table_rows(result: dict) -> list[list[str]]:
     rows = []
     for row in result["rows"]:
-        f = row["figures"]
-        label = MODE_LABELS.get(row["mode"], row["mode"])
-        errors = [r["error"] for r in row["runs"] if r.get("error")]
-        if errors:
-            rows.append([label, trigger(row, result), str(len(row["runs"])), f"query failed: `{errors[0]}`"] + [""] * 7)
+        f, failed = row["figures"], _failed(row)
+        if failed:
+            rows.append([short_label(row), str(len(row["runs"])), failed] + [""] * 4)
             continue
-        if row["mode"] != "realtime":
-            boundaries, stall, overrun = "-", "-", "-"
-        elif row["no_boundary"]:
-            boundaries, stall, overrun = "none in the run", "-", "-"
-        else:
-            boundaries, stall = cell(f["boundaries_crossed"], _count), cell(f["stall_median_ms"])
-            overrun = (
-                cell(f["overrun_median_ms"]) if f["overrun_median_ms"]["median"] is not None else "first batch only"
-            )
         rows.append(
-            [label, trigger(row, result), str(len(row["runs"])), boundaries]
+            [short_label(row), str(len(row["runs"]))]
             + [cell(f[key]) for key in ("p50_ms", "p95_ms", "p99_ms", "p99.9_ms", "max_ms")]
-            + [stall, overrun]
         )
+    return rows
+
+
+def boundary_rows(result: dict) -> list[list[str]]:
+    """The real-time rows' batch boundaries: how many each run crossed, the stall at each, the batch overrun."""
+    rows = []
+    for row in result["rows"]:
+        if row["mode"] != "realtime" or _failed(row):
+            continue
+        f = row["figures"]
+        if row["no_boundary"]:
+            rows.append([short_label(row), "none in the run", "-", "-"])
+            continue
+        overrun = cell(f["overrun_median_ms"]) if f["overrun_median_ms"]["median"] is not None else "first batch only"
+        rows.append([short_label(row), cell(f["boundaries_crossed"], _count), cell(f["stall_median_ms"]), overrun])
     return rows
 
 
@@ -116,6 +143,18 @@ def markdown(result: dict) -> str:
         ),
         "",
         markdown_table(HEADER, table_rows(result), ALIGN).rstrip("\n"),
+        "",
+        legend(result),
+    ]
+    boundaries = boundary_rows(result)
+    if boundaries:
+        lines += [
+            "",
+            "The real-time rows' batch boundaries:",
+            "",
+            markdown_table(BOUNDARY_HEADER, boundaries, BOUNDARY_ALIGN).rstrip("\n"),
+        ]
+    lines += [
         "",
         "- **Stall per boundary**: the longest gap between consecutive records out (sink broker LogAppendTime) that "
         f"starts between {WINDOW_BEFORE_MS / 1000:g} s before and {WINDOW_AFTER_MS / 1000:g} s after the batch's "
@@ -220,6 +259,107 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def _headline_ms(value: float) -> str:
+    # Both stamps are the broker's, in whole milliseconds: a difference of 0 is under 1 ms.
+    return "under 1 ms" if value < 1 else f"{_ms(value)} ms"
+
+
+def headline(result: dict) -> str:
+    """The front page's one-sentence answer: real-time mode at the recommended interval beside micro-batch, with the
+    rate, the machine and the Spark version, every figure the median over the repeats from this result."""
+    rows = {row["key"]: row for row in result["rows"] if not _failed(row)}
+    real = rows.get(f"realtime {RECOMMENDED_INTERVAL}")
+    micro = rows.get("microbatch_500ms")
+    if real is None or micro is None:
+        raise ValueError(
+            f'the sweep has no real-time row at realTime="{RECOMMENDED_INTERVAL}" or no micro-batch 500 ms row: '
+            "run it with both (see docs/benchmarks/latency.md)"
+        )
+    fastest = min(
+        (row for row in rows.values() if row["mode"] != "realtime"), key=lambda row: row["figures"]["p50_ms"]["median"]
+    )
+
+    def figure(row: dict, name: str) -> str:
+        return f"**{_headline_ms(row['figures'][name]['median'])}**"
+
+    m, spark = result["machine"], result["versions"]["spark"]
+    p50 = real["figures"]["p50_ms"]["median"]
+    text = (
+        f"End-to-end latency, Kafka in to Kafka out at {result['rate']:,.0f} events/s: real-time mode at Spark's recommended "
+        f'`realTime="{RECOMMENDED_INTERVAL}"` has a median {"" if p50 < 1 else "of "}{figure(real, "p50_ms")} and '
+        f"a p99 of {figure(real, 'p99_ms')}, against {figure(micro, 'p50_ms')} and {figure(micro, 'p99_ms')} for "
+        "micro-batch with a 500 ms trigger"
+    )
+    if fastest is not micro:
+        text += (
+            f" ({figure(fastest, 'p50_ms')} and {figure(fastest, 'p99_ms')} for the fastest micro-batch mode, "
+            f"{MODE_LABELS[fastest['mode']].removeprefix('micro-batch, ')})"
+        )
+    return (
+        f"{text}. Spark {spark} on {m['cores']} cores ({m['cpu_model']}, {m['memory_gib']} GiB, {m['os']}), "
+        f"median of {result['repeat']} runs per mode, measured {result['timestamp'][:10]}."
+    )
+
+
+def headline_markdown(result: dict) -> str:
+    return (
+        "<!-- Generated by `scripts/bench.py latency` (interval sweep) from latency-sweep.json. Do not edit: rerun it, "
+        "or `python scripts/tables.py latency-sweep-headline`. -->\n\n" + headline(result) + "\n"
+    )
+
+
+def plot_cdf(result: dict, path: Path) -> None:
+    """The front page's plot: the latency CDF of every row, wide and short enough to sit beside the headline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    real = [r for r in result["rows"] if r["mode"] == "realtime"]
+    interval_color = dict(zip((r["key"] for r in real), INTERVAL_COLORS * 4, strict=False))
+    fig, ax = plt.subplots(figsize=(10, 3.3))
+    for row in result["rows"]:
+        points = _cdf_points(_representative(row))
+        if not points:
+            continue
+        color = interval_color.get(row["key"]) or COLORS.get(row["mode"])
+        recommended = row["key"] == f"realtime {RECOMMENDED_INTERVAL}"
+        label = short_label(row) + (" (recommended)" if recommended else "")
+        xs, ys = [v for v, _ in points], [p / 100 for _, p in points]
+        ax.plot(xs, ys, label=label, color=color, lw=2.4 if recommended else 1.3)
+    ax.set_xscale("log")
+    ax.set_yscale("logit")
+    ticks = [1, 10, 50, 90, 99, 99.9]
+    ax.set_yticks([p / 100 for p in ticks], [f"p{p:g}" for p in ticks])
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("end-to-end latency, Kafka in to Kafka out, ms (log scale)")
+    ax.set_ylabel("percentile")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.set_title(
+        f"Every row's latency CDF, {result['rate']:,.0f} events/s, Spark {result['versions']['spark']}, "
+        f"{result['machine']['cores']} cores",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def cdf_plot_path(plot_path: Path) -> Path:
+    return plot_path.with_name(f"{plot_path.stem}-cdf{plot_path.suffix}")
+
+
 def write(result: dict, json_path: Path, plot_path: Path | None) -> Path:
-    """Write the JSON, the sweep's Markdown table beside it and, if asked, its plot; return the .md path."""
-    return latency_report.write(result, json_path, plot_path, render=markdown, draw=plot)
+    """Write the JSON, the sweep's Markdown table beside it, the front page's headline and, if asked, the plots (the
+    full one and the front page's CDF beside it); return the .md path."""
+
+    def draw(result: dict, path: Path) -> None:
+        plot(result, path)
+        plot_cdf(result, cdf_plot_path(path))
+
+    md = latency_report.write(result, json_path, plot_path, render=markdown, draw=draw)
+    json_path.with_name(f"{json_path.stem}-headline.md").write_text(headline_markdown(result))
+    return md

@@ -60,12 +60,13 @@ def agreement_sentence(result: dict) -> str:
 
 def markdown(result: dict) -> str:
     """docs/results/readiness-check.md: the agreement, then the two sample reports as the CLI printed them."""
-    from rtm_lab.generated import generated_note
+    from rtm_lab.generated import generated_note, wrapped_command
 
     lines = [generated_note("python scripts/tables.py readiness-check"), "", agreement_sentence(result), ""]
     for name, title in (("passing", "A query that passes"), ("failing", "A query that fails")):
         run = result["samples"][name]
-        lines += [f"**{title}** (exit code {run['exit_code']}):", "", "```bash", run["command"], "```", ""]
+        command = wrapped_command(run["command"])
+        lines += [f"**{title}** (exit code {run['exit_code']}):", "", "```bash", command, "```", ""]
         lines += ["```text", run["output"], "```", ""]
     return "\n".join(lines)
 

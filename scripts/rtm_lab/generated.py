@@ -1,5 +1,6 @@
 """Generated results files: the one Markdown table writer, and write-or-`--check` for every generated file."""
 
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,6 +12,23 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]], alig
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rules) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def wrapped_command(command: str, width: int = 80) -> str:
+    """A shell command over lines of at most `width` characters, each but the last ending in ` \\`: a page's code
+    block shows it without scrolling sideways, and it still pastes as one command. Quoted words stay whole."""
+    lexer = shlex.shlex(command, posix=False)
+    lexer.whitespace_split = True
+    lines, line = [], ""
+    for word in lexer:
+        indent = "    " if lines else ""
+        if line and len(indent) + len(line) + 1 + len(word) + 2 > width:
+            lines.append(indent + line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(("    " if lines else "") + line)
+    return " \\\n".join(lines)
 
 
 def generated_note(command: str) -> str:

@@ -1,11 +1,15 @@
-"""Kafka -> real-time mode -> Postgres: parse JSON with built-in functions, dead-letter bad input, optionally drop
-duplicate keys, and upsert through the `PostgresSink` foreach writer.
+"""Kafka -> real-time mode -> Postgres: parse JSON with built-in functions, dead-letter
+bad input, optionally drop duplicate keys, and upsert through the `PostgresSink` foreach
+writer.
 
-Slots: a stateless query runs one task per Kafka partition, so `local[N]` or the cluster needs N >= partitions.
-With `dedup=True` the sink follows a shuffle and real-time mode schedules both stages at once:
+Slots: a stateless query runs one task per Kafka partition, so `local[N]` or the cluster
+needs N >= partitions. With `dedup=True` the sink follows a shuffle and real-time mode
+schedules both stages at once:
 slots >= Kafka partitions + spark.sql.shuffle.partitions.
 
-    python snippets/guides/kafka_to_postgres.py TOPIC [--dedup]   (after `eval "$(python scripts/lab.py env)"`)
+After `eval "$(python scripts/lab.py env)"`:
+
+    python snippets/guides/kafka_to_postgres.py TOPIC [--dedup]
 """
 
 import os
@@ -26,19 +30,22 @@ EVENT_SCHEMA = StructType(
         StructField("amount", DoubleType()),
         StructField("payload", StringType()),
         StructField("created_ms", LongType()),
-        # PERMISSIVE parsing puts a record whose fields don't fit their types here instead of failing the query.
+        # PERMISSIVE parsing puts a record whose fields don't fit their types here
+        # instead of failing the query.
         StructField("_corrupt", StringType()),
     ]
 )
 MAX_VALUE_BYTES = 16 * 1024
-# How long each real-time batch runs: offsets are committed (and a Python writer's rows released) at its end.
-# Spark recommends 5 minutes (5 seconds is the default minimum); the JVM writer gets rows while a batch runs.
+# How long each real-time batch runs: offsets are committed (and a Python writer's rows
+# released) at its end. Spark recommends 5 minutes (5 seconds is the default minimum);
+# the JVM writer gets rows while a batch runs.
 REAL_TIME_INTERVAL = "5 minutes"
-# With dedup=True rows cross real-time mode's streaming shuffle, which holds a partly filled network buffer for up to
-# spark.shuffle.streaming.networkBufferMaxWaitTimeMs (50 ms by default) before sending it on: most of a deduplicated
-# row's latency at moderate rates. Dead letters carry their raw value, up to Kafka's default 1 MB record: the buffer
-# is sized to hold one, so Spark has no row-size warning to log. Spark reads both when the session starts: build
-# the session with these settings.
+# With dedup=True rows cross real-time mode's streaming shuffle, which holds a partly
+# filled network buffer for up to spark.shuffle.streaming.networkBufferMaxWaitTimeMs (50
+# ms by default) before sending it on: most of a deduplicated row's latency at moderate
+# rates. Dead letters carry their raw value, up to Kafka's default 1 MB record: the
+# buffer is sized to hold one, so Spark has no row-size warning to log. Spark reads both
+# when the session starts: build the session with these settings.
 SESSION_CONF = {
     "spark.shuffle.streaming.networkBufferMaxWaitTimeMs": "5",
     "spark.shuffle.streaming.networkBufferSize": str(1024 * 1024),
@@ -46,7 +53,8 @@ SESSION_CONF = {
 
 
 def dead_letter_reason(value: Column, event: Column, max_bytes: int) -> Column:
-    """Why a record can't be written, or null. Built-in functions only: OSS real-time mode has no Python UDFs."""
+    """Why a record can't be written, or null. Built-in functions only: OSS real-time
+    mode has no Python UDFs."""
     return (
         F.when(value.isNull(), F.lit("null_value"))
         .when(F.octet_length(value) > max_bytes, F.lit("oversized"))
@@ -68,7 +76,9 @@ def parse_events(raw: DataFrame, max_value_bytes: int = MAX_VALUE_BYTES) -> Data
         "offset",
         "timestamp",
         "key",
-    ).withColumn("dlq_reason", dead_letter_reason(F.col("value"), F.col("e"), max_value_bytes))
+    ).withColumn(
+        "dlq_reason", dead_letter_reason(F.col("value"), F.col("e"), max_value_bytes)
+    )
     good = F.col("dlq_reason").isNull()
     return parsed.select(
         F.when(good, F.col("e.id")).alias("id"),
@@ -81,10 +91,12 @@ def parse_events(raw: DataFrame, max_value_bytes: int = MAX_VALUE_BYTES) -> Data
         F.col("offset").alias("kafka_offset"),
         F.col("timestamp").alias("kafka_timestamp"),
         F.col("key").alias("kafka_key"),
-        # Only dead letters carry their raw bytes (binary, kept as bytea): good rows would ship them for nothing.
+        # Only dead letters carry their raw bytes (binary, kept as bytea): good rows
+        # would ship them for nothing.
         F.when(~good, F.col("raw")).alias("raw_value"),
         "dlq_reason",
-        # Dead letters get a key of their own so deduplication never folds two of them together.
+        # Dead letters get a key of their own so deduplication never folds two of them
+        # together.
         F.when(good, F.col("e.id").cast("string"))
         .otherwise(F.concat_ws(":", F.lit("dlq"), "partition", "offset"))
         .alias("dedup_key"),
@@ -101,8 +113,9 @@ def read_kafka(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
-        # The broker answers a fetch as soon as data is there, or after this wait: 500 ms by default, and 50 ms is
-        # the value docs/reference/kafka-tuning.md measured and recommends.
+        # The broker answers a fetch as soon as data is there, or after this wait: 500
+        # ms by default, and 50 ms is the value docs/reference/kafka-tuning.md measured
+        # and recommends.
         .option("kafka.fetch.max.wait.ms", "50")
         .load()
     )
@@ -117,16 +130,21 @@ def start_pipeline(
     dedup: bool = False,
     real_time: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
-    """`writer` is a Python ForeachWriter (PostgresSink) or a JVM one (the PostgresUpsertWriter's py4j object)."""
+    """`writer` is a Python ForeachWriter (PostgresSink) or a JVM one (the
+    PostgresUpsertWriter's py4j object)."""
     events = parse_events(read_kafka(spark, bootstrap, topic))
     if dedup:
-        # Stateful; real-time mode accepts it from Spark 4.3. Without a watermark the state keeps every key seen.
+        # Stateful; real-time mode accepts it from Spark 4.3. Without a watermark the
+        # state keeps every key seen.
         events = events.dropDuplicates(["dedup_key"])
     stream = (
-        events.writeStream.option("checkpointLocation", checkpoint).outputMode("update").trigger(realTime=real_time)
+        events.writeStream.option("checkpointLocation", checkpoint)
+        .outputMode("update")
+        .trigger(realTime=real_time)
     )
     if isinstance(writer, JavaObject):
-        # PySpark's foreach() takes Python writers only; the JVM DataStreamWriter takes any ForeachWriter[Row].
+        # PySpark's foreach() takes Python writers only; the JVM DataStreamWriter takes
+        # any ForeachWriter[Row].
         stream._jwrite = stream._jwrite.foreach(writer)
     else:
         stream = stream.foreach(writer)
@@ -144,7 +162,8 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     config = SinkConfig(dsn=os.environ["POSTGRES_DSN"], table="events")
     create_tables(config)
-    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
+    # leaves nothing behind.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
         query = start_pipeline(
             spark_session("kafka-to-postgres", conf=SESSION_CONF),

@@ -15,7 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
+# default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 EVENT_SCHEMA = StructType(
@@ -29,7 +30,8 @@ EVENT_SCHEMA = StructType(
 
 
 def transform(raw: DataFrame) -> DataFrame:
-    """Parse the JSON value with built-in functions (no Python UDFs) and write enriched JSON back."""
+    """Parse the JSON value with built-in functions (no Python UDFs) and write enriched
+    JSON back."""
     event = F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")
     return raw.select(F.col("key"), event, F.col("timestamp")).select(
         F.col("key"),
@@ -39,8 +41,9 @@ def transform(raw: DataFrame) -> DataFrame:
                 F.upper(F.col("e.user")).alias("user"),
                 F.round(F.col("e.amount") * 100).cast("long").alias("amount_cents"),
                 F.col("e.created_ms").alias("created_ms"),
-                # The source record's Kafka timestamp travels with the row, so a reader of the sink topic can
-                # measure end-to-end latency from broker timestamps alone.
+                # The source record's Kafka timestamp travels with the row, so a reader
+                # of the sink topic can measure end-to-end latency from broker
+                # timestamps alone.
                 F.unix_millis(F.col("timestamp")).alias("source_ts_ms"),
             )
         ).alias("value"),
@@ -60,8 +63,9 @@ def start_pipeline(
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", source_topic)
         .option("startingOffsets", "earliest")
-        # The broker answers a fetch once data is there, or after this wait (500 ms by default): 50 ms is the
-        # value the Kafka tuning reference measured and recommends.
+        # The broker answers a fetch once data is there, or after this wait (500 ms by
+        # default): 50 ms is the value the Kafka tuning reference measured and
+        # recommends.
         .option("kafka.fetch.max.wait.ms", "50")
         .load()
     )
@@ -83,8 +87,10 @@ def start_pipeline(
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
-    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
+    # PYSPARK_SUBMIT_ARGS).
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
+    # leaves nothing behind.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
         query = start_pipeline(
             SparkSession.builder.appName("kafka-to-kafka").getOrCreate(),

@@ -1,13 +1,16 @@
-"""Kafka -> Kafka in real-time mode, written so that a restart's replayed rows can be recognised downstream.
+"""Kafka -> Kafka in real-time mode, written so that a restart's replayed rows can be
+recognised downstream.
 
-Real-time mode sends rows to the sink as they arrive but records progress (offsets, then a commit) only when the
-batch interval ends. Stop or crash mid-interval and the restarted query reads the uncommitted part again: the sink
-sees those rows twice (at-least-once). The fix lives in the sink: give every row a key that identifies its source
-record, and make the sink keep one row per key.
+Real-time mode sends rows to the sink as they arrive but records progress (offsets, then
+a commit) only when the batch interval ends. Stop or crash mid-interval and the
+restarted query reads the uncommitted part again: the sink sees those rows twice
+(at-least-once). The fix lives in the sink: give every row a key that identifies its
+source record, and make the sink keep one row per key.
 
     python snippets/reference/delivery_semantics.py SOURCE_TOPIC SINK_TOPIC
 
-runs the keyed copy on KAFKA_BOOTSTRAP_SERVERS until stopped, printing the committed batches every batch interval.
+runs the keyed copy on KAFKA_BOOTSTRAP_SERVERS until stopped, printing the committed
+batches every batch interval.
 """
 
 # --8<-- [start:imports]
@@ -18,21 +21,29 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
-# How often progress (offsets, then a commit) is recorded: rows after the last commit are read again on restart.
-# Spark recommends 5 minutes (5 seconds is the default minimum): a longer interval means fewer stalls, more to replay.
+# How often progress (offsets, then a commit) is recorded: rows after the last commit
+# are read again on restart. Spark recommends 5 minutes (5 seconds is the default
+# minimum): a longer interval means fewer stalls, more to replay.
 REAL_TIME_INTERVAL = "5 minutes"
 # --8<-- [end:imports]
 
 
 # --8<-- [start:keyed_copy]
 def with_source_position(raw: DataFrame) -> DataFrame:
-    """Key each output record by where its input came from: a replay produces the same key and the same value."""
-    position = F.concat_ws("/", F.col("topic"), F.col("partition").cast("string"), F.col("offset").cast("string"))
+    """Key each output record by where its input came from: a replay produces the same
+    key and the same value."""
+    position = F.concat_ws(
+        "/",
+        F.col("topic"),
+        F.col("partition").cast("string"),
+        F.col("offset").cast("string"),
+    )
     return raw.select(position.alias("key"), F.col("value"))
 
 
 def read_source(spark: SparkSession, bootstrap: str, source: str) -> DataFrame:
-    """The source topic from its first record: a restart resumes from the checkpoint's offsets instead."""
+    """The source topic from its first record: a restart resumes from the checkpoint's
+    offsets instead."""
     return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -43,7 +54,12 @@ def read_source(spark: SparkSession, bootstrap: str, source: str) -> DataFrame:
 
 
 def start_copy(
-    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
+    spark: SparkSession,
+    bootstrap: str,
+    source: str,
+    sink: str,
+    checkpoint: str,
+    interval: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
     raw = read_source(spark, bootstrap, source)
     return (
@@ -63,9 +79,15 @@ def start_copy(
 
 # --8<-- [start:foreach_copy]
 def start_foreach_copy(
-    spark: SparkSession, bootstrap: str, source: str, out_dir: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
+    spark: SparkSession,
+    bootstrap: str,
+    source: str,
+    out_dir: str,
+    checkpoint: str,
+    interval: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
-    """The same copy through a Python `foreach` writer that appends each row's key to a file per worker process."""
+    """The same copy through a Python `foreach` writer that appends each row's key to a
+    file per worker process."""
 
     def write(row) -> None:
         import os
@@ -85,7 +107,11 @@ def start_foreach_copy(
 
 
 def foreach_output(out_dir: str) -> list[str]:
-    return [line for path in sorted(Path(out_dir).glob("*.txt")) for line in path.read_text().splitlines()]
+    return [
+        line
+        for path in sorted(Path(out_dir).glob("*.txt"))
+        for line in path.read_text().splitlines()
+    ]
 
 
 # --8<-- [end:foreach_copy]
@@ -93,13 +119,15 @@ def foreach_output(out_dir: str) -> list[str]:
 
 # --8<-- [start:committed_batches]
 def committed_batches(checkpoint: str) -> list[int]:
-    """Batch ids whose end the query has recorded in `<checkpoint>/commits`; rows after the last one may replay."""
+    """Batch ids whose end the query has recorded in `<checkpoint>/commits`; rows after
+    the last one may replay."""
     folder = Path(checkpoint) / "commits"
     return sorted(int(p.name) for p in folder.glob("[0-9]*")) if folder.exists() else []
 
 
 def committed_offsets(checkpoint: str) -> dict[str, dict[str, int]]:
-    """The Kafka end offsets of the last committed batch: a restart resumes from exactly here."""
+    """The Kafka end offsets of the last committed batch: a restart resumes from exactly
+    here."""
     done = committed_batches(checkpoint)
     if not done:
         return {}
@@ -112,7 +140,8 @@ def committed_offsets(checkpoint: str) -> dict[str, dict[str, int]]:
 
 
 def rows_committed(checkpoint: str) -> int:
-    """How many source records lie before the committed offsets (topics that start at offset 0)."""
+    """How many source records lie before the committed offsets (topics that start at
+    offset 0)."""
     return sum(sum(parts.values()) for parts in committed_offsets(checkpoint).values())
 
 
@@ -121,7 +150,8 @@ def rows_committed(checkpoint: str) -> int:
 
 # --8<-- [start:dedupe]
 def latest_per_key(records) -> dict[bytes, bytes]:
-    """What an idempotent sink keeps: one value per key, so a replayed record overwrites its first copy."""
+    """What an idempotent sink keeps: one value per key, so a replayed record overwrites
+    its first copy."""
     return {r.key: r.value for r in records}
 
 
@@ -136,11 +166,24 @@ if __name__ == "__main__":
 
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
+    # PYSPARK_SUBMIT_ARGS).
     spark = SparkSession.builder.appName("delivery-semantics").getOrCreate()
-    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
+    # leaves nothing behind.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
-        query = start_copy(spark, os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1], sys.argv[2], checkpoint)
+        query = start_copy(
+            spark,
+            os.environ["KAFKA_BOOTSTRAP_SERVERS"],
+            sys.argv[1],
+            sys.argv[2],
+            checkpoint,
+        )
         while query.isActive:
             time.sleep(5)
-            print("committed batches:", committed_batches(checkpoint), "rows before them:", rows_committed(checkpoint))
+            print(
+                "committed batches:",
+                committed_batches(checkpoint),
+                "rows before them:",
+                rows_committed(checkpoint),
+            )

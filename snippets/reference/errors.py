@@ -1,9 +1,11 @@
-"""Real-time mode mistakes as plain PySpark, each a query Spark refuses, and how to read the error class it names.
+"""Real-time mode mistakes as plain PySpark, each a query Spark refuses, and how to read
+the error class it names.
 
     python snippets/reference/errors.py SOURCE_TOPIC SINK_TOPIC [MISTAKE ...]
 
-starts each mistake (all of them by default) against KAFKA_BOOTSTRAP_SERVERS and prints the error class Spark gives.
-The tests run the same functions through scripts/probes/mistakes.py and assert each class and message.
+starts each mistake (all of them by default) against KAFKA_BOOTSTRAP_SERVERS and prints
+the error class Spark gives. The tests run the same functions through
+scripts/probes/mistakes.py and assert each class and message.
 """
 
 import os
@@ -17,7 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-# Spark's recommended interval; every query below not about the trigger uses it (5 seconds is the default minimum).
+# Spark's recommended interval; every query below not about the trigger uses it
+# (5 seconds is the default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 
@@ -31,11 +34,16 @@ def read_events(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
         .load()
     )
     body = F.from_json(F.col("value").cast("string"), "id LONG, k STRING")
-    return raw.select(body.alias("e"), F.col("timestamp").alias("ts")).select("e.id", "e.k", "ts")
+    return raw.select(body.alias("e"), F.col("timestamp").alias("ts")).select(
+        "e.id", "e.k", "ts"
+    )
 
 
-def to_kafka(df: DataFrame, bootstrap: str, topic: str, checkpoint: str) -> DataStreamWriter:
-    """The usual Kafka sink (every column in a JSON value); output mode and trigger are left to the caller."""
+def to_kafka(
+    df: DataFrame, bootstrap: str, topic: str, checkpoint: str
+) -> DataStreamWriter:
+    """The usual Kafka sink (every column in a JSON value); output mode and trigger are
+    left to the caller."""
     return (
         df.select(F.to_json(F.struct(*df.columns)).alias("value"))
         .writeStream.format("kafka")
@@ -52,7 +60,12 @@ def to_kafka(df: DataFrame, bootstrap: str, topic: str, checkpoint: str) -> Data
 def boolean_trigger(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     events = read_events(spark, bootstrap, source)
     # Wrong: realTime takes the batch duration as a string, not a flag.
-    return to_kafka(events, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=True).start()
+    return (
+        to_kafka(events, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=True)
+        .start()
+    )
 
 
 # --8<-- [end:boolean_trigger]
@@ -61,8 +74,14 @@ def boolean_trigger(spark, bootstrap, source, sink, checkpoint) -> StreamingQuer
 # --8<-- [start:one_second_trigger]
 def one_second_trigger(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     events = read_events(spark, bootstrap, source)
-    # Wrong: the duration is how often progress is checkpointed, not a latency target; 5 seconds is the default minimum.
-    return to_kafka(events, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime="1 second").start()
+    # Wrong: the duration is how often progress is checkpointed, not a latency target; 5
+    # seconds is the default minimum.
+    return (
+        to_kafka(events, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime="1 second")
+        .start()
+    )
 
 
 # --8<-- [end:one_second_trigger]
@@ -72,7 +91,11 @@ def one_second_trigger(spark, bootstrap, source, sink, checkpoint) -> StreamingQ
 def append_mode(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     events = read_events(spark, bootstrap, source)
     # Wrong: append is the default output mode, and real-time mode accepts only update.
-    return to_kafka(events, bootstrap, sink, checkpoint).trigger(realTime=REAL_TIME_INTERVAL).start()
+    return (
+        to_kafka(events, bootstrap, sink, checkpoint)
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
+    )
 
 
 # --8<-- [end:append_mode]
@@ -83,7 +106,8 @@ def foreach_batch(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         batch.write.format("noop").mode("overwrite").save()
 
-    # Wrong: foreachBatch needs a batch to hand over; real-time mode streams rows. Use foreach or the Kafka sink.
+    # Wrong: foreachBatch needs a batch to hand over; real-time mode streams rows. Use
+    # foreach or the Kafka sink.
     return (
         read_events(spark, bootstrap, source)
         .writeStream.foreachBatch(write_batch)
@@ -99,10 +123,14 @@ def foreach_batch(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
 
 # --8<-- [start:rate_source]
 def rate_source(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong: the rate source is fine for micro-batch demos; real-time mode reads only Kafka in OSS Spark.
+    # Wrong: the rate source is fine for micro-batch demos; real-time mode reads only
+    # Kafka in OSS Spark.
     events = spark.readStream.format("rate").option("rowsPerSecond", 10).load()
     return (
-        to_kafka(events, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+        to_kafka(events, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
     )
 
 
@@ -110,8 +138,11 @@ def rate_source(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
 
 
 # --8<-- [start:max_offsets_per_trigger]
-def max_offsets_per_trigger(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong: a real-time batch has no end offset to cap; the Kafka source refuses the option once it plans.
+def max_offsets_per_trigger(
+    spark, bootstrap, source, sink, checkpoint
+) -> StreamingQuery:
+    # Wrong: a real-time batch has no end offset to cap; the Kafka source refuses the
+    # option once it plans.
     events = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -121,7 +152,10 @@ def max_offsets_per_trigger(spark, bootstrap, source, sink, checkpoint) -> Strea
         .select("value")
     )
     return (
-        to_kafka(events, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+        to_kafka(events, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
     )
 
 
@@ -129,12 +163,18 @@ def max_offsets_per_trigger(spark, bootstrap, source, sink, checkpoint) -> Strea
 
 
 # --8<-- [start:too_many_shuffle_partitions]
-def too_many_shuffle_partitions(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong: 2 Kafka partitions + 8 shuffle partitions = 10 tasks that must all run at once, on local[4].
+def too_many_shuffle_partitions(
+    spark, bootstrap, source, sink, checkpoint
+) -> StreamingQuery:
+    # Wrong: 2 Kafka partitions + 8 shuffle partitions = 10 tasks that must all run at
+    # once, on local[4].
     spark.conf.set("spark.sql.shuffle.partitions", "8")
     counts = read_events(spark, bootstrap, source).groupBy("k").count()
     return (
-        to_kafka(counts, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+        to_kafka(counts, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
     )
 
 
@@ -143,10 +183,16 @@ def too_many_shuffle_partitions(spark, bootstrap, source, sink, checkpoint) -> S
 
 # --8<-- [start:self_union]
 def self_union(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong: one source DataFrame used twice. Read the topic twice (two readStream calls) instead.
+    # Wrong: one source DataFrame used twice. Read the topic twice (two readStream
+    # calls) instead.
     events = read_events(spark, bootstrap, source)
     both = events.union(events)
-    return to_kafka(both, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+    return (
+        to_kafka(both, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
+    )
 
 
 # --8<-- [end:self_union]
@@ -158,7 +204,12 @@ def stateful_before_union(spark, bootstrap, source, sink, checkpoint) -> Streami
     left = read_events(spark, bootstrap, source).groupBy("k").count()
     right = read_events(spark, bootstrap, source).groupBy("k").count()
     both = left.union(right)
-    return to_kafka(both, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+    return (
+        to_kafka(both, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
+    )
 
 
 # --8<-- [end:stateful_before_union]
@@ -166,11 +217,15 @@ def stateful_before_union(spark, bootstrap, source, sink, checkpoint) -> Streami
 
 # --8<-- [start:incompatible_conf]
 def incompatible_conf(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong: real-time mode needs sortBeforeRepartition=false and refuses to override a value you set yourself.
+    # Wrong: real-time mode needs sortBeforeRepartition=false and refuses to override a
+    # value you set yourself.
     spark.conf.set("spark.sql.execution.sortBeforeRepartition", "true")
     deduped = read_events(spark, bootstrap, source).dropDuplicates(["id"])
     return (
-        to_kafka(deduped, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+        to_kafka(deduped, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
     )
 
 
@@ -178,8 +233,11 @@ def incompatible_conf(spark, bootstrap, source, sink, checkpoint) -> StreamingQu
 
 
 # --8<-- [start:async_checkpoint_interval]
-def async_checkpoint_interval(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong: real-time mode runs async progress tracking and must checkpoint every batch's progress.
+def async_checkpoint_interval(
+    spark, bootstrap, source, sink, checkpoint
+) -> StreamingQuery:
+    # Wrong: real-time mode runs async progress tracking and must checkpoint every
+    # batch's progress.
     return (
         to_kafka(read_events(spark, bootstrap, source), bootstrap, sink, checkpoint)
         .option("asyncProgressTrackingCheckpointIntervalMs", 10000)
@@ -194,11 +252,15 @@ def async_checkpoint_interval(spark, bootstrap, source, sink, checkpoint) -> Str
 
 # --8<-- [start:python_udf]
 def python_udf(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong in OSS Spark: Python UDFs are not on the real-time allowlist; use built-in functions.
+    # Wrong in OSS Spark: Python UDFs are not on the real-time allowlist; use built-in
+    # functions.
     shout = F.udf(lambda s: s.upper(), "string")
     shouted = read_events(spark, bootstrap, source).select(shout("k").alias("k"))
     return (
-        to_kafka(shouted, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+        to_kafka(shouted, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
     )
 
 
@@ -206,14 +268,25 @@ def python_udf(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
 
 
 # --8<-- [start:switch_from_micro_batch]
-def switch_from_micro_batch(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
-    # Wrong: a stateful query that ran in micro-batch mode keeps its checkpoint when switched to real-time mode.
+def switch_from_micro_batch(
+    spark, bootstrap, source, sink, checkpoint
+) -> StreamingQuery:
+    # Wrong: a stateful query that ran in micro-batch mode keeps its checkpoint when
+    # switched to real-time mode.
     deduped = read_events(spark, bootstrap, source).dropDuplicates(["id"])
-    micro_batch = to_kafka(deduped, bootstrap, sink, checkpoint).outputMode("update").trigger(availableNow=True).start()
+    micro_batch = (
+        to_kafka(deduped, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(availableNow=True)
+        .start()
+    )
     micro_batch.awaitTermination()
     # The same checkpoint, now in real-time mode:
     return (
-        to_kafka(deduped, bootstrap, sink, checkpoint).outputMode("update").trigger(realTime=REAL_TIME_INTERVAL).start()
+        to_kafka(deduped, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=REAL_TIME_INTERVAL)
+        .start()
     )
 
 
@@ -227,14 +300,18 @@ from pyspark.errors import PySparkException  # noqa: E402
 
 
 def error_class(exc: BaseException) -> str:
-    """The error class a failure carries (`getCondition()`), looking through the STREAM_FAILED wrapper a running
-    query adds. A failure without one (e.g. `maxOffsetsPerTrigger`) is named by its innermost JVM exception class."""
+    """The error class a failure carries (`getCondition()`), looking through the
+    STREAM_FAILED wrapper a running query adds. A failure without one (e.g.
+    `maxOffsetsPerTrigger`) is named by its innermost JVM exception class."""
     condition = exc.getCondition() if isinstance(exc, PySparkException) else None
-    # A running query's failure is a JVM StreamingQueryException (STREAM_FAILED); the real error is its cause,
-    # which PySpark does not convert, so the JVM cause chain is read directly.
+    # A running query's failure is a JVM StreamingQueryException (STREAM_FAILED); the
+    # real error is its cause, which PySpark does not convert, so the JVM cause chain is
+    # read directly.
     java, innermost = getattr(exc, "_origin", None), None
     while condition in (None, "STREAM_FAILED") and java is not None:
-        if is_instance_of(SparkContext._gateway, java, "org.apache.spark.SparkThrowable"):
+        if is_instance_of(
+            SparkContext._gateway, java, "org.apache.spark.SparkThrowable"
+        ):
             condition = java.getCondition()
         innermost, java = java.getClass().getSimpleName(), java.getCause()
     if condition not in (None, "STREAM_FAILED"):
@@ -247,14 +324,17 @@ def error_class(exc: BaseException) -> str:
 
 # --8<-- [start:error_catalogue]
 def real_time_error_classes() -> set[str]:
-    """Every real-time mode error class the installed Spark defines, read from its own error catalogue."""
+    """Every real-time mode error class the installed Spark defines, read from its own
+    error catalogue."""
     import json
     import zipfile
     from pathlib import Path
 
     import pyspark
 
-    jar = next((Path(pyspark.__file__).parent / "jars").glob("spark-common-utils_*.jar"))
+    jar = next(
+        (Path(pyspark.__file__).parent / "jars").glob("spark-common-utils_*.jar")
+    )
     with zipfile.ZipFile(jar) as archive:
         catalogue = json.loads(archive.read("error/error-conditions.json"))
     found = set()
@@ -265,8 +345,8 @@ def real_time_error_classes() -> set[str]:
     return found
 
 
-# Defined by Spark, not reproduced here: with the allowlist check on, the allowlist error fires first; with it
-# off, the sinks tried (memory, noop) ran instead of failing.
+# Defined by Spark, not reproduced here: with the allowlist check on, the allowlist
+# error fires first; with it off, the sinks tried (memory, noop) ran instead of failing.
 NOT_REPRODUCED = {"STREAMING_REAL_TIME_MODE.SINK_NOT_SUPPORTED"}
 # --8<-- [end:error_catalogue]
 
@@ -287,8 +367,12 @@ MISTAKES = (
 )
 
 
-# The session settings some mistakes change on purpose; put back after each so one cannot fail the next.
-SETTINGS_CHANGED = ("spark.sql.shuffle.partitions", "spark.sql.execution.sortBeforeRepartition")
+# The session settings some mistakes change on purpose; put back after each so one
+# cannot fail the next.
+SETTINGS_CHANGED = (
+    "spark.sql.shuffle.partitions",
+    "spark.sql.execution.sortBeforeRepartition",
+)
 
 
 @contextmanager
@@ -304,14 +388,29 @@ def settings_restored(spark: SparkSession, keys=SETTINGS_CHANGED) -> Iterator[No
                 spark.conf.set(key, value)
 
 
-def outcome(spark: SparkSession, mistake, bootstrap: str, source: str, sink: str, timeout_s: float = 60.0) -> str:
+def outcome(
+    spark: SparkSession,
+    mistake,
+    bootstrap: str,
+    source: str,
+    sink: str,
+    timeout_s: float = 60.0,
+) -> str:
     """Start one mistake and say where it failed and with which error class."""
     with settings_restored(spark):
         return _outcome(spark, mistake, bootstrap, source, sink, timeout_s)
 
 
-def _outcome(spark: SparkSession, mistake, bootstrap: str, source: str, sink: str, timeout_s: float) -> str:
-    # The checkpoint lives only as long as the try: the query is stopped before its folder is removed.
+def _outcome(
+    spark: SparkSession,
+    mistake,
+    bootstrap: str,
+    source: str,
+    sink: str,
+    timeout_s: float,
+) -> str:
+    # The checkpoint lives only as long as the try: the query is stopped before its
+    # folder is removed.
     with tempfile.TemporaryDirectory(prefix="rtm-mistake-") as checkpoint:
         try:
             query = mistake(spark, bootstrap, source, sink, checkpoint)
@@ -330,7 +429,16 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     chosen = [m for m in MISTAKES if m.__name__ in sys.argv[3:]] or MISTAKES
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
-    spark = SparkSession.builder.appName("rtm-mistakes").master("local[4]").getOrCreate()
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
+    # PYSPARK_SUBMIT_ARGS).
+    spark = (
+        SparkSession.builder.appName("rtm-mistakes").master("local[4]").getOrCreate()
+    )
     for mistake in chosen:
-        print(mistake.__name__, "->", outcome(spark, mistake, os.environ["KAFKA_BOOTSTRAP_SERVERS"], *sys.argv[1:3]))
+        print(
+            mistake.__name__,
+            "->",
+            outcome(
+                spark, mistake, os.environ["KAFKA_BOOTSTRAP_SERVERS"], *sys.argv[1:3]
+            ),
+        )

@@ -1,10 +1,12 @@
-"""Measure real-time latencies in open-source Spark, which reports none, from Kafka timestamps and a per-row JVM clock.
+"""Measure real-time latencies in open-source Spark, which reports none, from Kafka
+timestamps and a per-row JVM clock.
 
     python snippets/reference/latency_metrics.py SOURCE_TOPIC SINK_TOPIC
 
-runs the stamped Kafka -> Spark -> Kafka query in real-time mode on KAFKA_BOOTSTRAP_SERVERS (topics created with
-message.timestamp.type=LogAppendTime) and prints, for each row that reaches SINK_TOPIC, the three latencies
-Databricks reports (source queuing, processing, end-to-end) plus the sink write that end-to-end leaves out.
+runs the stamped Kafka -> Spark -> Kafka query in real-time mode on
+KAFKA_BOOTSTRAP_SERVERS (topics created with message.timestamp.type=LogAppendTime) and
+prints, for each row that reaches SINK_TOPIC, the three latencies Databricks reports
+(source queuing, processing, end-to-end) plus the sink write that end-to-end leaves out.
 """
 
 import json
@@ -15,12 +17,18 @@ import tempfile
 # --8<-- [start:progress]
 from pyspark.sql.streaming import StreamingQuery
 
-# What Databricks real-time mode adds to a query's progress; none of these exist in OSS Spark's progress events.
-DATABRICKS_LATENCY_KEYS = ("processingLatencyMs", "sourceQueuingLatencyMs", "e2eLatencyMs")
+# What Databricks real-time mode adds to a query's progress; none of these exist in OSS
+# Spark's progress events.
+DATABRICKS_LATENCY_KEYS = (
+    "processingLatencyMs",
+    "sourceQueuingLatencyMs",
+    "e2eLatencyMs",
+)
 
 
 def latency_keys_in_progress(query: StreamingQuery) -> set[str]:
-    """Which of the Databricks latency keys appear anywhere in the query's progress events (OSS: none)."""
+    """Which of the Databricks latency keys appear anywhere in the query's progress
+    events (OSS: none)."""
     text = "\n".join(progress.json for progress in query.recentProgress)
     return {key for key in DATABRICKS_LATENCY_KEYS if key in text}
 
@@ -31,19 +39,23 @@ def latency_keys_in_progress(query: StreamingQuery) -> set[str]:
 from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
+# default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 
 def jvm_now_ms() -> Column:
-    """The executor's clock, read for every row. `current_timestamp()` cannot do this: Spark fixes it once per batch,
-    and a real-time batch lasts the whole trigger interval. `reflect` is non-deterministic, so Spark calls it per row."""
+    """The executor's clock, read for every row. `current_timestamp()` cannot do this:
+    Spark fixes it once per batch, and a real-time batch lasts the whole trigger
+    interval. `reflect` is non-deterministic, so Spark calls it per row."""
     return F.expr("CAST(reflect('java.lang.System', 'currentTimeMillis') AS BIGINT)")
 
 
 def stamped(raw: DataFrame, transform=lambda df: df) -> DataFrame:
-    """Carry the source record's Kafka timestamp and two executor clock readings through the query:
-    when the row was read (right after the scan) and when its output row was ready (just before the sink)."""
+    """Carry the source record's Kafka timestamp and two executor clock readings through
+    the query:
+    when the row was read (right after the scan) and when its output row was ready (just
+    before the sink)."""
     read = raw.select(
         "key",
         "value",
@@ -67,7 +79,12 @@ def stamped(raw: DataFrame, transform=lambda df: df) -> DataFrame:
 
 
 def start_stamped_query(
-    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
+    spark: SparkSession,
+    bootstrap: str,
+    source: str,
+    sink: str,
+    checkpoint: str,
+    interval: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
     raw = (
         spark.readStream.format("kafka")
@@ -93,16 +110,21 @@ def start_stamped_query(
 
 # --8<-- [start:latencies]
 def latencies(sink_value: dict, sink_append_ms: int) -> dict[str, int]:
-    """The three Databricks latencies, and the sink write they leave out, from one sink record.
-    Both topics use `message.timestamp.type=LogAppendTime`, so the Kafka stamps come from the broker's clock."""
+    """The three Databricks latencies, and the sink write they leave out, from one sink
+    record.
+    Both topics use `message.timestamp.type=LogAppendTime`, so the Kafka stamps come
+    from the broker's clock."""
     return {
-        # Waiting in Kafka: appended to the source topic -> read by a real-time task. A backlog inflates it.
+        # Waiting in Kafka: appended to the source topic -> read by a real-time task. A
+        # backlog inflates it.
         "source_queuing_ms": sink_value["read_ms"] - sink_value["source_append_ms"],
         # Inside Spark: read -> output row ready for the sink.
         "processing_ms": sink_value["output_ms"] - sink_value["read_ms"],
-        # Databricks' e2e: appended to the source -> output ready. It stops before the sink write.
+        # Databricks' e2e: appended to the source -> output ready. It stops before the
+        # sink write.
         "e2e_ms": sink_value["output_ms"] - sink_value["source_append_ms"],
-        # What e2e leaves out: output ready -> appended to the sink topic (producer batching, network, broker).
+        # What e2e leaves out: output ready -> appended to the sink topic (producer
+        # batching, network, broker).
         "sink_write_ms": sink_append_ms - sink_value["output_ms"],
         # What a consumer of the sink topic experiences.
         "kafka_to_kafka_ms": sink_append_ms - sink_value["source_append_ms"],
@@ -116,11 +138,15 @@ if __name__ == "__main__":
 
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
+    # PYSPARK_SUBMIT_ARGS).
     spark = SparkSession.builder.appName("latency-metrics").getOrCreate()
     bootstrap, (source, sink) = os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1:]
-    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
+    # leaves nothing behind.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
         query = start_stamped_query(spark, bootstrap, source, sink, checkpoint)
-        for record in KafkaConsumer(sink, bootstrap_servers=bootstrap, auto_offset_reset="earliest"):
+        for record in KafkaConsumer(
+            sink, bootstrap_servers=bootstrap, auto_offset_reset="earliest"
+        ):
             print(latencies(json.loads(record.value), record.timestamp))

@@ -1,9 +1,10 @@
-"""Turning real-time mode on from PySpark: the trigger on 4.2+, the py4j route on 4.1, and the settings around it.
+"""Turning real-time mode on from PySpark: the trigger on 4.2+, the py4j route on 4.1,
+and the settings around it.
 
     python snippets/reference/setup.py SOURCE_TOPIC SINK_TOPIC
 
-prints the session's real-time settings, then copies SOURCE_TOPIC to SINK_TOPIC on KAFKA_BOOTSTRAP_SERVERS in
-real-time mode (stop it with Ctrl-C).
+prints the session's real-time settings, then copies SOURCE_TOPIC to SINK_TOPIC on
+KAFKA_BOOTSTRAP_SERVERS in real-time mode (stop it with Ctrl-C).
 """
 
 import os
@@ -14,23 +15,31 @@ import tempfile
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
+# default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 # --8<-- [end:imports]
 
 
 # --8<-- [start:trigger]
 def start_real_time(
-    events: DataFrame, bootstrap: str, topic: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL
+    events: DataFrame,
+    bootstrap: str,
+    topic: str,
+    checkpoint: str,
+    interval: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
-    """PySpark 4.2+: the trigger alone turns real-time mode on (OSS Spark has no enable flag)."""
+    """PySpark 4.2+: the trigger alone turns real-time mode on (OSS Spark has no enable
+    flag)."""
     return (
         events.writeStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("topic", topic)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")  # the only output mode real-time mode accepts
-        .trigger(realTime=interval)  # how often progress is checkpointed, not a latency target
+        .trigger(
+            realTime=interval
+        )  # how often progress is checkpointed, not a latency target
         .start()
     )
 
@@ -42,32 +51,43 @@ def start_real_time(
 def real_time_trigger(
     writer: DataStreamWriter, spark: SparkSession, interval: str = REAL_TIME_INTERVAL
 ) -> DataStreamWriter:
-    """PySpark 4.1 has no `realTime=` keyword; set the JVM trigger on the writer's Java side instead."""
+    """PySpark 4.1 has no `realTime=` keyword; set the JVM trigger on the writer's Java
+    side instead."""
     trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(interval)
     writer._jwrite = writer._jwrite.trigger(trigger)
     return writer
 
 
-# Usage: real_time_trigger(df.writeStream.format("kafka")...outputMode("update"), spark).start()
+# Usage:
+# real_time_trigger(df.writeStream.format("kafka")...outputMode("update"), spark)
+#     .start()
 # --8<-- [end:py4j]
 
 
 # --8<-- [start:settings]
 MIN_BATCH_DURATION = "spark.sql.streaming.realTimeMode.minBatchDuration"
 ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
-# Stateless real-time queries write their offset and commit logs asynchronously unless this is false (or the writer
-# sets asyncProgressTrackingEnabled itself).
-ASYNC_PROGRESS_BY_DEFAULT = "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"
+# Stateless real-time queries write their offset and commit logs asynchronously unless
+# this is false (or the writer sets asyncProgressTrackingEnabled itself).
+ASYNC_PROGRESS_BY_DEFAULT = (
+    "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"
+)
 
 
 def real_time_settings(spark: SparkSession) -> dict[str, str]:
     """The session settings that shape real-time mode, as this session sees them."""
-    return {key: spark.conf.get(key) for key in (MIN_BATCH_DURATION, ALLOWLIST_CHECK, ASYNC_PROGRESS_BY_DEFAULT)}
+    return {
+        key: spark.conf.get(key)
+        for key in (MIN_BATCH_DURATION, ALLOWLIST_CHECK, ASYNC_PROGRESS_BY_DEFAULT)
+    }
 
 
 def default_real_time_interval_ms(spark: SparkSession) -> int:
-    """What `Trigger.RealTime()` with no argument means (Scala/Java API; PySpark requires a duration)."""
-    return spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime().batchDurationMs()
+    """What `Trigger.RealTime()` with no argument means (Scala/Java API; PySpark
+    requires a duration)."""
+    return (
+        spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime().batchDurationMs()
+    )
 
 
 # --8<-- [end:settings]
@@ -76,9 +96,14 @@ def default_real_time_interval_ms(spark: SparkSession) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
+    # PYSPARK_SUBMIT_ARGS).
     spark = SparkSession.builder.appName("rtm-setup").getOrCreate()
-    print(real_time_settings(spark), "default interval ms:", default_real_time_interval_ms(spark))
+    print(
+        real_time_settings(spark),
+        "default interval ms:",
+        default_real_time_interval_ms(spark),
+    )
     bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
     events = (
         spark.readStream.format("kafka")
@@ -86,6 +111,9 @@ if __name__ == "__main__":
         .option("subscribe", sys.argv[1])
         .load()
     )
-    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
+    # leaves nothing behind.
     with tempfile.TemporaryDirectory() as checkpoint:
-        start_real_time(events.select("key", "value"), bootstrap, sys.argv[2], checkpoint).awaitTermination()
+        start_real_time(
+            events.select("key", "value"), bootstrap, sys.argv[2], checkpoint
+        ).awaitTermination()

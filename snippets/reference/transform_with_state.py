@@ -1,9 +1,11 @@
-"""transformWithState in PySpark: a processor that reports how it was called, run in micro-batch and in real-time mode.
+"""transformWithState in PySpark: a processor that reports how it was called, run in
+micro-batch and in real-time mode.
 
     python snippets/reference/transform_with_state.py TOPIC
 
-runs the processor over TOPIC's keyed rows (on KAFKA_BOOTSTRAP_SERVERS) in micro-batch mode and prints the calls: one
-per key per batch. scripts/probes/transform_with_state.py runs the JVM twin (snippets/jvm) in both modes.
+runs the processor over TOPIC's keyed rows (on KAFKA_BOOTSTRAP_SERVERS) in micro-batch
+mode and prints the calls: one per key per batch. scripts/probes/transform_with_state.py
+runs the JVM twin (snippets/jvm) in both modes.
 """
 
 import os
@@ -17,27 +19,35 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the default minimum).
+# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
+# default minimum).
 REAL_TIME_INTERVAL = "5 minutes"
 
 CALLS_SCHEMA = StructType(
     [
         StructField("key", StringType()),
-        StructField("rows_in_call", LongType()),  # how many input rows this handleInputRows call received
-        StructField("rows_so_far", LongType()),  # the key's running total, kept in state
+        StructField(
+            "rows_in_call", LongType()
+        ),  # how many input rows this handleInputRows call received
+        StructField(
+            "rows_so_far", LongType()
+        ),  # the key's running total, kept in state
     ]
 )
 
 
 class CallRecorder(StatefulProcessor):
-    """Emits one row per `handleInputRows` call, so the output shows how Spark grouped the input into calls."""
+    """Emits one row per `handleInputRows` call, so the output shows how Spark grouped
+    the input into calls."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
-        # State not updated for an hour is dropped (each update resets the TTL): without a TTL (or timers that
-        # clear it), state for keys that stop arriving lives forever, and a long-running real-time query
-        # accumulates all of it.
+        # State not updated for an hour is dropped (each update resets the TTL): without
+        # a TTL (or timers that clear it), state for keys that stop arriving lives
+        # forever, and a long-running real-time query accumulates all of it.
         self.total = handle.getValueState(
-            "rows_so_far", StructType([StructField("n", LongType())]), ttlDurationMs=3_600_000
+            "rows_so_far",
+            StructType([StructField("n", LongType())]),
+            ttlDurationMs=3_600_000,
         )
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[Row]:
@@ -51,8 +61,9 @@ class CallRecorder(StatefulProcessor):
 
 
 def record_calls(events: DataFrame, time_mode: str = "ProcessingTime") -> DataFrame:
-    """Group Kafka rows by their key and run the processor. A TTL needs a time mode: with `timeMode="None"` Spark
-    refuses it (STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL)."""
+    """Group Kafka rows by their key and run the processor. A TTL needs a time mode:
+    with `timeMode="None"` Spark refuses it
+    (STATEFUL_PROCESSOR_INCORRECT_TIME_MODE_TO_ASSIGN_TTL)."""
     keyed = events.selectExpr("CAST(key AS STRING) AS key")
     return keyed.groupBy("key").transformWithState(
         statefulProcessor=CallRecorder(),
@@ -77,7 +88,8 @@ def kafka_rows(spark, bootstrap: str, topic: str) -> DataFrame:
 
 # --8<-- [start:micro_batch]
 def start_micro_batch(calls: DataFrame, checkpoint: str, table: str):
-    """Run the processor's output in micro-batch mode into an in-memory table, one batch a second."""
+    """Run the processor's output in micro-batch mode into an in-memory table, one batch
+    a second."""
     return (
         calls.writeStream.format("memory")
         .queryName(table)
@@ -92,8 +104,16 @@ def start_micro_batch(calls: DataFrame, checkpoint: str, table: str):
 
 
 # --8<-- [start:real_time]
-def start_real_time(spark, bootstrap: str, topic: str, sink: str, checkpoint: str, interval: str = REAL_TIME_INTERVAL):
-    """The same processor in real-time mode: OSS 4.3 fails this query once it runs (see the page)."""
+def start_real_time(
+    spark,
+    bootstrap: str,
+    topic: str,
+    sink: str,
+    checkpoint: str,
+    interval: str = REAL_TIME_INTERVAL,
+):
+    """The same processor in real-time mode: OSS 4.3 fails this query once it runs (see
+    the page)."""
     return (
         record_calls(kafka_rows(spark, bootstrap, topic))
         .selectExpr("key", "to_json(struct(*)) AS value")
@@ -112,7 +132,8 @@ def start_real_time(spark, bootstrap: str, topic: str, sink: str, checkpoint: st
 
 # --8<-- [start:jvm]
 def jvm_record_calls(spark, events: DataFrame) -> DataFrame:
-    """The JVM CallRecorderProcessor (snippets/jvm) applied from PySpark; its jar must be in `spark.jars`."""
+    """The JVM CallRecorderProcessor (snippets/jvm) applied from PySpark; its jar must
+    be in `spark.jars`."""
     return DataFrame(spark._jvm.rtmlab.CallRecorderProcessor.apply(events._jdf), spark)
 
 
@@ -124,8 +145,9 @@ if __name__ == "__main__":
 
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or PYSPARK_SUBMIT_ARGS). transformWithState
-    # needs the RocksDB state store; real-time mode sets it by default, micro-batch does not.
+    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
+    # PYSPARK_SUBMIT_ARGS). transformWithState needs the RocksDB state store; real-time
+    # mode sets it by default, micro-batch does not.
     spark = (
         SparkSession.builder.appName("transform-with-state")
         .config(
@@ -135,7 +157,8 @@ if __name__ == "__main__":
         .getOrCreate()
     )
     events = kafka_rows(spark, os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1])
-    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run leaves nothing behind.
+    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
+    # leaves nothing behind.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
         query = start_micro_batch(record_calls(events), checkpoint, "calls")
         query.processAllAvailable()

@@ -99,3 +99,27 @@ def test_sink_page_fifty_thousand_rows_a_second_keep_low_latency_and_a_hundred_t
     assert stretch["e2e_p50_ms"] >= 1000, stretch
     for run in [*runs.values(), stretch]:
         assert run["lost"] == 0 and run["duplicate_keys"] == 0 and run["reconciles"], run["name"]
+
+
+def test_front_page_headline_is_the_recommended_interval_beside_micro_batch_from_the_sweep():
+    """The front page's one-sentence answer is the generated headline (never typed): real-time mode at the interval
+    the site's code uses, beside micro-batch with a 500 ms trigger, each figure the sweep's median for that row."""
+    from benchmarks.sweep_report import RECOMMENDED_INTERVAL, headline
+    from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL
+
+    page = (RESULTS.parent / "index.md").read_text()
+    assert '--8<-- "docs/results/latency-sweep-headline.md"' in page
+    assert "--8<--" not in page.replace('--8<-- "docs/results/latency-sweep-headline.md"', "")
+    result = json.loads((RESULTS / "latency-sweep.json").read_text())
+    text = headline(result)
+    assert text in (RESULTS / "latency-sweep-headline.md").read_text()
+    assert RECOMMENDED_INTERVAL == REAL_TIME_INTERVAL == "5 minutes"
+    rows = sweep_rows()
+    real, micro = rows[f"realtime {RECOMMENDED_INTERVAL}"], rows["microbatch_500ms"]
+    assert f'`realTime="{RECOMMENDED_INTERVAL}"`' in text and "500 ms trigger" in text
+    # "under 1 ms" is what a median of 0 (whole-millisecond broker stamps) means; any other figure is printed.
+    assert ("under 1 ms" in text) == (fig(real, "p50_ms") < 1), text
+    for value in (fig(real, "p99_ms"), fig(micro, "p50_ms"), fig(micro, "p99_ms")):
+        shown = f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
+        assert f"**{shown} ms**" in text, (shown, text)
+    assert f"{result['rate']:,.0f} events/s" in text and f"{result['machine']['cores']} cores" in text

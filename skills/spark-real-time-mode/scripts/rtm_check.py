@@ -1,19 +1,25 @@
-"""Before `start()`: what real-time mode will refuse in a query, how many task slots it needs, and how to fix each.
+"""Before `start()`: what real-time mode will refuse in a query, how many task slots it
+needs, and how to fix each.
 
-    python snippets/reference/readiness_check.py --slots N [--source-partitions N] QUERY.py [ARGS ...]
+    python snippets/reference/readiness_check.py --slots N [--source-partitions N] \\
+        QUERY.py [ARGS ...]
 
-runs QUERY.py (with ARGS as its command line) the way you would, except that every `writeStream ... .start()` is
-stood in for: a real-time query is checked instead of started, and the file is stopped there. Exit 0: nothing that
-Spark refuses (warnings are tuning advice); 1: something Spark refuses; 2: bad input. `rtm_check(df, ...)` does the
-same for a DataFrame in your own code. scripts/rtm_check.py is this file; the skill ships it as scripts/rtm_check.py.
+runs QUERY.py (with ARGS as its command line) the way you would, except that every
+`writeStream ... .start()` is stood in for: a real-time query is checked instead of
+started, and the file is stopped there. Exit 0: nothing that Spark refuses (warnings are
+tuning advice); 1: something Spark refuses; 2: bad input. `rtm_check(df, ...)` does the
+same for a DataFrame in your own code. scripts/rtm_check.py is this file; the skill
+ships it as scripts/rtm_check.py.
 
-How it decides: the verdicts are Spark's own. Sinks are looked up in the installed Spark's real-time allowlist
-(`RealTimeModeAllowlist`, read by reflection), the trigger interval is compared with the session's
-`spark.sql.streaming.realTimeMode.minBatchDuration`, the output mode goes through Spark's
-`UnsupportedOperationChecker`, and the query itself is started for a moment, in real-time mode, on a private
-temporary copy of its checkpoint with the console sink and a 5-minute batch (no batch ends, nothing is printed or
-written), until Spark has planned the real-time scan; `RealTimeModeAllowlist.checkAllowedPhysicalOperator` then
-checks that plan, which also gives the shuffles for the slot count.
+How it decides: the verdicts are Spark's own. Sinks are looked up in the installed
+Spark's real-time allowlist (`RealTimeModeAllowlist`, read by reflection), the trigger
+interval is compared with the session's
+`spark.sql.streaming.realTimeMode.minBatchDuration`, the output mode goes through
+Spark's `UnsupportedOperationChecker`, and the query itself is started for a moment, in
+real-time mode, on a private temporary copy of its checkpoint with the console sink and
+a 5-minute batch (no batch ends, nothing is printed or written), until Spark has planned
+the real-time scan; `RealTimeModeAllowlist.checkAllowedPhysicalOperator` then checks
+that plan, which also gives the shuffles for the slot count.
 """
 
 # --8<-- [start:check]
@@ -30,18 +36,27 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-RUNS, AT_CALL, AT_START, AT_RUN_TIME = "runs", "fails at the call", "fails at start()", "fails at run time"
+RUNS, AT_CALL, AT_START, AT_RUN_TIME = (
+    "runs",
+    "fails at the call",
+    "fails at start()",
+    "fails at run time",
+)
 ERROR, WARNING = "error", "warning"
 RT = "STREAMING_REAL_TIME_MODE"
 ALLOWLIST = "org.apache.spark.sql.execution.streaming.runtime.RealTimeModeAllowlist$"
 NOT_IN_ALLOWLIST = f"{RT}.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"
 SLOTS_ERROR = "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"
-PAGES = "docs/reference/"  # the project's pages (in the skill: references/), where each rule and fix is proven
-MOMENT_INTERVAL = "5 minutes"  # the probe run's batch never ends: the console sink prints nothing
+# The project's pages (in the skill: references/), where each rule and fix is proven.
+PAGES = "docs/reference/"
+MOMENT_INTERVAL = (
+    "5 minutes"  # the probe run's batch never ends: the console sink prints nothing
+)
 
 
 class ReadinessInputError(ValueError):
-    """The input cannot be checked (not a streaming query, no slot count, ...): one line says what to do."""
+    """The input cannot be checked (not a streaming query, no slot count, ...): one line
+    says what to do."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +67,9 @@ class Finding:
     when: str  # AT_CALL, AT_START or AT_RUN_TIME ("" for a warning)
     fix: str
     page: str  # the page that proves the rule and the fix
-    rank: int = 0  # among failures at the same moment, the order in which Spark meets them
+    rank: int = (
+        0  # among failures at the same moment, the order in which Spark meets them
+    )
 
     def line(self) -> str:
         head = f"{self.level.upper():7} {self.what}"
@@ -64,7 +81,9 @@ class Finding:
 class Report:
     findings: list[Finding] = field(default_factory=list)
     source_tasks: int | None = None
-    shuffle_tasks: tuple[int, ...] | None = None  # None: Spark refused the query before planning it
+    shuffle_tasks: tuple[int, ...] | None = (
+        None  # None: Spark refused the query before planning it
+    )
     slots: int | None = None
     spark_version: str = ""
     how: str = ""
@@ -81,9 +100,12 @@ class Report:
 
     @property
     def verdict(self) -> tuple[str, str | None]:
-        """What Spark will do: (RUNS, None) or (moment, error class) of the first refusal it meets."""
+        """What Spark will do: (RUNS, None) or (moment, error class) of the first
+        refusal it meets."""
         for moment in (AT_CALL, AT_START, AT_RUN_TIME):
-            found = sorted((f for f in self.errors if f.when == moment), key=lambda f: f.rank)
+            found = sorted(
+                (f for f in self.errors if f.when == moment), key=lambda f: f.rank
+            )
             if found:
                 return moment, found[0].error
         return RUNS, None
@@ -94,15 +116,21 @@ class Report:
 
     def text(self) -> str:
         kind, error = self.verdict
-        lines = [f"Spark {self.spark_version}: {kind}" + (f" with {error}" if error else "")]
+        lines = [
+            f"Spark {self.spark_version}: {kind}" + (f" with {error}" if error else "")
+        ]
         need = self.slots_needed
         if need is None:
-            lines.append("Slots: not counted (Spark refuses the query before it plans its stages)")
+            lines.append(
+                "Slots: not counted (Spark refuses the query before it plans its "
+                "stages)"
+            )
         else:
             shuffles = " + ".join(str(n) for n in self.shuffle_tasks) or "0"
             verdict = "enough" if self.slots >= need else f"{need - self.slots} short"
             lines.append(
-                f"Slots: needs {need} ({self.source_tasks} source + {shuffles} shuffle), {self.slots} given: {verdict}"
+                f"Slots: needs {need} ({self.source_tasks} source + {shuffles} "
+                f"shuffle), {self.slots} given: {verdict}"
             )
         lines += [f.line() for f in self.findings] or ["No findings."]
         lines.append(f"How: {self.how}")
@@ -111,16 +139,21 @@ class Report:
 
 @dataclass
 class WriterSettings:
-    """What a `writeStream` chain set, as recorded by `recording()` or given to `rtm_check()`."""
+    """What a `writeStream` chain set, as recorded by `recording()` or given to
+    `rtm_check()`."""
 
     format: str | None = None
     options: dict[str, str] = field(default_factory=dict)
     output_mode: str = "append"  # Spark's default
-    real_time: object = None  # the value given to trigger(realTime=...); None: no real-time trigger
+    real_time: object = (
+        None  # the value given to trigger(realTime=...); None: no real-time trigger
+    )
     other_trigger: dict | None = None  # processingTime=..., availableNow=True, ...
     foreach: bool = False
     foreach_batch: bool = False
-    call_errors: list[tuple[str, str]] = field(default_factory=list)  # (call, error class) PySpark raised
+    call_errors: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # (call, error class) PySpark raised
 
 
 def _jvm_class(spark, name: str):
@@ -128,23 +161,32 @@ def _jvm_class(spark, name: str):
 
 
 def _allowlist(spark, field_name: str) -> set[str]:
-    """A private set of Spark's RealTimeModeAllowlist (allowedSinks or allowedOperators), read by reflection."""
+    """A private set of Spark's RealTimeModeAllowlist (allowedSinks or
+    allowedOperators), read by reflection."""
     cls = _jvm_class(spark, ALLOWLIST)
     member = cls.getDeclaredField(field_name)
     member.setAccessible(True)
-    return set(member.get(cls.getField("MODULE$").get(None)).mkString("\n", "\n", "\n").split())
+    return set(
+        member.get(cls.getField("MODULE$").get(None)).mkString("\n", "\n", "\n").split()
+    )
 
 
 def _condition(exc: BaseException) -> str:
-    """The error class of a failure (through the STREAM_FAILED wrapper of a running query), else the innermost
-    JVM exception's class name (see the errors page's `error_class`)."""
+    """The error class of a failure (through the STREAM_FAILED wrapper of a running
+    query), else the innermost JVM exception's class name (see the errors page's
+    `error_class`)."""
     from py4j.java_gateway import is_instance_of
     from pyspark import SparkContext
 
     condition = exc.getCondition() if isinstance(exc, PySparkException) else None
-    java, innermost = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None), None
+    java, innermost = (
+        getattr(exc, "_origin", None) or getattr(exc, "java_exception", None),
+        None,
+    )
     while condition in (None, "STREAM_FAILED") and java is not None:
-        if is_instance_of(SparkContext._gateway, java, "org.apache.spark.SparkThrowable"):
+        if is_instance_of(
+            SparkContext._gateway, java, "org.apache.spark.SparkThrowable"
+        ):
             condition = java.getCondition()
         innermost, java = java.getClass().getSimpleName(), java.getCause()
     if condition not in (None, "STREAM_FAILED"):
@@ -152,21 +194,30 @@ def _condition(exc: BaseException) -> str:
     return innermost or type(exc).__name__
 
 
-# What to do about each refusal, and the page that proves it. Spark decides *whether* something is refused; this
-# table only words the fix (a class it does not know gets the generic advice).
+# What to do about each refusal, and the page that proves it. Spark decides *whether*
+# something is refused; this table only words the fix (a class it does not know gets the
+# generic advice).
 FIXES = {
     "ArrowEvalPythonExec": (
-        "Use built-in functions (pyspark.sql.functions) instead of the Python or pandas UDF.",
+        "Use built-in functions (pyspark.sql.functions) instead of the Python or "
+        "pandas UDF.",
         "support-matrix.md",
     ),
     "BatchEvalPythonExec": (
         "Use built-in functions (pyspark.sql.functions) instead of the Python UDF.",
         "support-matrix.md",
     ),
-    "MapInPandasExec": ("Express the transformation with built-in functions.", "support-matrix.md"),
-    "MapInArrowExec": ("Express the transformation with built-in functions.", "support-matrix.md"),
+    "MapInPandasExec": (
+        "Express the transformation with built-in functions.",
+        "support-matrix.md",
+    ),
+    "MapInArrowExec": (
+        "Express the transformation with built-in functions.",
+        "support-matrix.md",
+    ),
     "SortExec": (
-        "Broadcast the static side of a join (F.broadcast(df)); for per-key state use groupBy or dropDuplicates.",
+        "Broadcast the static side of a join (F.broadcast(df)); for per-key state use "
+        "groupBy or dropDuplicates.",
         "support-matrix.md",
     ),
     "SortMergeJoinExec": (
@@ -174,20 +225,35 @@ FIXES = {
         "support-matrix.md",
     ),
     "ShuffleExchangeExec": (
-        "Use repartition(n) or a hash-partitioned operator: range partitioning is refused.",
+        "Use repartition(n) or a hash-partitioned operator: range partitioning is "
+        "refused.",
         "support-matrix.md",
     ),
-    "StreamingDeduplicateWithinWatermarkExec": ("Use dropDuplicates(keys).", "support-matrix.md"),
+    "StreamingDeduplicateWithinWatermarkExec": (
+        "Use dropDuplicates(keys).",
+        "support-matrix.md",
+    ),
     "StreamingSymmetricHashJoinExec": (
-        "Join the stream with a broadcast static table, or run the join in micro-batch mode.",
+        "Join the stream with a broadcast static table, or run the join in micro-batch "
+        "mode.",
         "support-matrix.md",
     ),
-    "ForeachBatchSink": ("Use foreach (a per-row writer) or the Kafka sink.", "errors.md"),
-    "MemorySink": ("Use the console sink to look at rows, or the Kafka sink.", "support-matrix.md"),
+    "ForeachBatchSink": (
+        "Use foreach (a per-row writer) or the Kafka sink.",
+        "errors.md",
+    ),
+    "MemorySink": (
+        "Use the console sink to look at rows, or the Kafka sink.",
+        "support-matrix.md",
+    ),
     "NoopTable": ("Use the Kafka sink, foreach, or console.", "support-matrix.md"),
-    "VALUE_NOT_NON_EMPTY_STR": ('Pass the batch duration: trigger(realTime="5 minutes").', "errors.md"),
+    "VALUE_NOT_NON_EMPTY_STR": (
+        'Pass the batch duration: trigger(realTime="5 minutes").',
+        "errors.md",
+    ),
     "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL": (
-        "Use 5 seconds or more: the interval is a checkpoint interval, not a latency target.",
+        "Use 5 seconds or more: the interval is a checkpoint interval, "
+        "not a latency target.",
         "errors.md",
     ),
     f"{RT}.OUTPUT_MODE_NOT_SUPPORTED": ('outputMode("update").', "errors.md"),
@@ -199,8 +265,14 @@ FIXES = {
         "Build each side of the union from its own readStream call.",
         "errors.md",
     ),
-    f"{RT}.STATEFUL_OPERATORS_BEFORE_UNION_NOT_SUPPORTED": ("Union first, then aggregate.", "errors.md"),
-    f"{RT}.SQL_CONFIGURATION_NOT_SUPPORTED": ("Unset the configuration named in the message.", "errors.md"),
+    f"{RT}.STATEFUL_OPERATORS_BEFORE_UNION_NOT_SUPPORTED": (
+        "Union first, then aggregate.",
+        "errors.md",
+    ),
+    f"{RT}.SQL_CONFIGURATION_NOT_SUPPORTED": (
+        "Unset the configuration named in the message.",
+        "errors.md",
+    ),
     f"{RT}.ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO": (
         "Drop asyncProgressTrackingCheckpointIntervalMs (or set it to 0).",
         "errors.md",
@@ -210,21 +282,39 @@ FIXES = {
         "errors.md",
     ),
     "STDS_FAILED_TO_READ_OPERATOR_METADATA": (
-        "Python transformWithState does not run in OSS real-time mode: use the Scala/Java transformWithState or built-in stateful operators.",
+        "Python transformWithState does not run in OSS real-time mode: use the "
+        "Scala/Java transformWithState or built-in stateful operators.",
         "transform-with-state.md",
     ),
     "STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE": (
-        "File sinks take only append; real-time mode only update: write to Kafka instead.",
+        "File sinks take only append; real-time mode only update: write to Kafka "
+        "instead.",
         "support-matrix.md",
     ),
-    "_LEGACY_ERROR_TEMP_3102": ("Drop the limit or sort: streaming update mode refuses them.", "support-matrix.md"),
-    "maxOffsetsPerTrigger": ("Remove maxOffsetsPerTrigger: a real-time batch has no end offset to cap.", "errors.md"),
-    "minPartitions": ("Remove minPartitions: real-time mode runs one task per Kafka partition.", "support-matrix.md"),
-    SLOTS_ERROR: ("Give the cluster more slots, or lower spark.sql.shuffle.partitions.", "slot-sizing.md"),
+    "_LEGACY_ERROR_TEMP_3102": (
+        "Drop the limit or sort: streaming update mode refuses them.",
+        "support-matrix.md",
+    ),
+    "maxOffsetsPerTrigger": (
+        "Remove maxOffsetsPerTrigger: a real-time batch has no end offset to cap.",
+        "errors.md",
+    ),
+    "minPartitions": (
+        "Remove minPartitions: real-time mode runs one task per Kafka partition.",
+        "support-matrix.md",
+    ),
+    SLOTS_ERROR: (
+        "Give the cluster more slots, or lower spark.sql.shuffle.partitions.",
+        "slot-sizing.md",
+    ),
 }
-GENERIC_FIX = ("Remove this from the real-time query, or run it in micro-batch mode.", "support-matrix.md")
-# Spark checks these at start() in this order: the sink is made, then checked against the allowlist, then the
-# trigger interval, the session's configuration, the plan (output mode, unions, limits) and async progress options.
+GENERIC_FIX = (
+    "Remove this from the real-time query, or run it in micro-batch mode.",
+    "support-matrix.md",
+)
+# Spark checks these at start() in this order: the sink is made, then checked against
+# the allowlist, then the trigger interval, the session's configuration, the plan
+# (output mode, unions, limits) and async progress options.
 START_RANK = {
     "sink": 0,
     "allowlist": 1,
@@ -235,10 +325,16 @@ START_RANK = {
 }
 
 
-def _refusal(what: str, error: str, when: str, key: str | None = None, rank: int = 0, exc=None) -> Finding:
+def _refusal(
+    what: str, error: str, when: str, key: str | None = None, rank: int = 0, exc=None
+) -> Finding:
     fix, page = FIXES.get(key or error, FIXES.get(error, GENERIC_FIX))
     if exc is not None:  # Spark's own words, first line, after the error class
-        said = re.sub(r"^\[[A-Z0-9_.]+\]\s*", "", str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        said = re.sub(
+            r"^\[[A-Z0-9_.]+\]\s*",
+            "",
+            str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+        )
         what = f"{what}: {said[:160]}" if said else what
     return Finding(ERROR, what, error, when, fix, page, rank)
 
@@ -248,27 +344,38 @@ def _sink_class(spark, settings: WriterSettings) -> tuple[str, str | None]:
     if settings.foreach_batch:
         return "org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink", None
     if settings.foreach:
-        return "org.apache.spark.sql.execution.streaming.sources.ForeachWriterTable", None
+        return (
+            "org.apache.spark.sql.execution.streaming.sources.ForeachWriterTable",
+            None,
+        )
     fmt = settings.format or spark.conf.get("spark.sql.sources.default")
     if fmt == "memory":
         return "org.apache.spark.sql.execution.streaming.sources.MemorySink", None
     jvm, jspark = spark._jvm, spark._jsparkSession
-    provider = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-        fmt, jspark.sessionState().conf()
+    provider = (
+        jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            fmt, jspark.sessionState().conf()
+        )
     )
     is_a = lambda name: _jvm_class(spark, name).isAssignableFrom(provider)  # noqa: E731
     if is_a("org.apache.spark.sql.execution.datasources.FileFormat") or is_a(
         "org.apache.spark.sql.execution.datasources.v2.FileDataSourceV2"
     ):
         # Spark makes a file sink only for append; real-time mode runs only update.
-        error = None if settings.output_mode.lower() == "append" else "STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE"
+        error = (
+            None
+            if settings.output_mode.lower() == "append"
+            else "STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE"
+        )
         return "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink", error
     if is_a("org.apache.spark.sql.connector.catalog.TableProvider"):
         options = jvm.java.util.HashMap()
         for key, value in settings.options.items():
             options.put(key, value)
         options = jvm.org.apache.spark.sql.util.CaseInsensitiveStringMap(options)
-        table_provider = provider.newInstance()  # a provider has a no-argument constructor, as Spark requires
+        table_provider = (
+            provider.newInstance()
+        )  # a provider has a no-argument constructor, as Spark requires
         schema = table_provider.inferSchema(options)
         no_partitioning = spark.sparkContext._gateway.new_array(
             jvm.org.apache.spark.sql.connector.expressions.Transform, 0
@@ -279,33 +386,62 @@ def _sink_class(spark, settings: WriterSettings) -> tuple[str, str | None]:
 
 
 def _check_writer(spark, df: DataFrame, settings: WriterSettings) -> list[Finding]:
-    """Everything Spark checks on the writer's own settings (sink, trigger, output mode), with its own verdicts."""
-    found = [_refusal(f"{call}", error, AT_CALL) for call, error in settings.call_errors]
+    """Everything Spark checks on the writer's own settings (sink, trigger, output
+    mode), with its own verdicts."""
+    found = [
+        _refusal(f"{call}", error, AT_CALL) for call, error in settings.call_errors
+    ]
     sink, error = _sink_class(spark, settings)
     short = sink.rsplit(".", 1)[-1].rstrip("$")
     if error:
-        found.append(_refusal(f"sink {short} in {settings.output_mode} mode", error, AT_START, rank=START_RANK["sink"]))
+        found.append(
+            _refusal(
+                f"sink {short} in {settings.output_mode} mode",
+                error,
+                AT_START,
+                rank=START_RANK["sink"],
+            )
+        )
     elif sink not in _allowlist(spark, "allowedSinks"):
-        found.append(_refusal(f"sink {short}", NOT_IN_ALLOWLIST, AT_START, key=short, rank=START_RANK["allowlist"]))
+        found.append(
+            _refusal(
+                f"sink {short}",
+                NOT_IN_ALLOWLIST,
+                AT_START,
+                key=short,
+                rank=START_RANK["allowlist"],
+            )
+        )
     if isinstance(settings.real_time, str):
         jvm = spark._jvm
-        interval = jvm.org.apache.spark.sql.execution.streaming.RealTimeTrigger.apply(settings.real_time)
+        interval = jvm.org.apache.spark.sql.execution.streaming.RealTimeTrigger.apply(
+            settings.real_time
+        )
         floor = jvm.org.apache.spark.network.util.JavaUtils.timeStringAsMs(
             spark.conf.get("spark.sql.streaming.realTimeMode.minBatchDuration")
         )
         if interval.batchDurationMs() < floor:
             error = "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL"
-            what = f"trigger(realTime={settings.real_time!r}): under the {floor} ms minimum"
+            what = f"trigger(realTime={settings.real_time!r}): "
+            what += f"under the {floor} ms minimum"
             found.append(_refusal(what, error, AT_START, rank=START_RANK["interval"]))
     if settings.output_mode.lower() != "update":
         jvm = spark._jvm
-        mode = jvm.org.apache.spark.sql.catalyst.streaming.InternalOutputModes.apply(settings.output_mode)
+        mode = jvm.org.apache.spark.sql.catalyst.streaming.InternalOutputModes.apply(
+            settings.output_mode
+        )
         try:
-            checker = jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
-            checker.checkAdditionalRealTimeModeConstraints(df._jdf.queryExecution().analyzed(), mode)
+            checker = (
+                jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
+            )
+            checker.checkAdditionalRealTimeModeConstraints(
+                df._jdf.queryExecution().analyzed(), mode
+            )
         except Exception as exc:
             what = f"outputMode({settings.output_mode!r})"
-            found.append(_refusal(what, _condition(exc), AT_START, rank=START_RANK["plan"]))
+            found.append(
+                _refusal(what, _condition(exc), AT_START, rank=START_RANK["plan"])
+            )
     return found
 
 
@@ -333,18 +469,35 @@ def _plan_nodes(plan):
             todo.append(children.next())
 
 
-def _moment(df: DataFrame, settings: WriterSettings, checkpoint: str, timeout_s: float) -> tuple[list[Finding], object]:
-    """Start the query for a moment on a private checkpoint and the console sink; return what Spark refused and the
-    physical plan it made (None when it refused before planning)."""
-    writer = df.writeStream.format("console").outputMode("update").trigger(realTime=MOMENT_INTERVAL)
+def _moment(
+    df: DataFrame, settings: WriterSettings, checkpoint: str, timeout_s: float
+) -> tuple[list[Finding], object]:
+    """Start the query for a moment on a private checkpoint and the console sink; return
+    what Spark refused and the physical plan it made (None when it refused before
+    planning)."""
+    writer = (
+        df.writeStream.format("console")
+        .outputMode("update")
+        .trigger(realTime=MOMENT_INTERVAL)
+    )
     for key, value in settings.options.items():
         if key.lower() not in ("checkpointlocation", "path"):
-            writer = writer.option(key, value)  # e.g. asyncProgressTracking*: Spark checks them at start()
+            writer = writer.option(
+                key, value
+            )  # e.g. asyncProgressTracking*: Spark checks them at start()
     try:
         query = _ORIGINAL["start"](writer.option("checkpointLocation", checkpoint))
     except Exception as exc:
         error = _condition(exc)
-        return [_refusal(_what(error), error, AT_START, rank=START_RANK.get(error, START_RANK["plan"]), exc=exc)], None
+        return [
+            _refusal(
+                _what(error),
+                error,
+                AT_START,
+                rank=START_RANK.get(error, START_RANK["plan"]),
+                exc=exc,
+            )
+        ], None
     try:
         deadline, failed = time.monotonic() + timeout_s, None
         while time.monotonic() < deadline and failed is None:
@@ -358,17 +511,19 @@ def _moment(df: DataFrame, settings: WriterSettings, checkpoint: str, timeout_s:
         else:
             if failed is None:
                 raise ReadinessInputError(
-                    f"Spark did not plan the query within {timeout_s:.0f}s: is its Kafka reachable from here?"
+                    f"Spark did not plan the query within {timeout_s:.0f}s: is its "
+                    "Kafka reachable from here?"
                 )
         plan = _executed(query)
         if failed is None and plan is not None:
             try:
-                # Spark's own check, on the plan Spark made for this query in real-time mode.
-                RealTimeModeAllowlist = (
-                    df.sparkSession._jvm.org.apache.spark.sql.execution.streaming.runtime.RealTimeModeAllowlist
-                )
-                RealTimeModeAllowlist.checkAllowedPhysicalOperator(plan, True)
-                # The source's own checks (Kafka refuses minPartitions here) run when it splits its input: ask now.
+                # Spark's own check, on the plan Spark made for this query in real-time
+                # mode.
+                sql = df.sparkSession._jvm.org.apache.spark.sql
+                runtime = sql.execution.streaming.runtime
+                runtime.RealTimeModeAllowlist.checkAllowedPhysicalOperator(plan, True)
+                # The source's own checks (Kafka refuses minPartitions here) run when it
+                # splits its input: ask now.
                 for scan in _scans(plan):
                     scan.inputPartitions()
             except Exception as exc:
@@ -376,28 +531,49 @@ def _moment(df: DataFrame, settings: WriterSettings, checkpoint: str, timeout_s:
         if failed is None:
             return [], plan
         error = _condition(failed)
-        if error == SLOTS_ERROR:  # this session's slots, not the cluster's: counted from the plan instead
+        if (
+            error == SLOTS_ERROR
+        ):  # this session's slots, not the cluster's: counted from the plan instead
             return [], plan
         if error == NOT_IN_ALLOWLIST and plan is not None:
             # Name every operator Spark's allowlist refuses, each with its own fix.
             allowlist = _jvm_class(df.sparkSession, ALLOWLIST)
             module = allowlist.getField("MODULE$").get(None)
             allowed = getattr(
-                module, "org$apache$spark$sql$execution$streaming$runtime$RealTimeModeAllowlist$$isAllowed"
+                module,
+                "org$apache$spark$sql$execution$streaming$runtime$"
+                "RealTimeModeAllowlist$$isAllowed",
             )
-            refused = sorted({_name(n) for n in _streaming_nodes(plan) if not allowed(n)})
+            refused = sorted(
+                {_name(n) for n in _streaming_nodes(plan) if not allowed(n)}
+            )
             if refused:
-                return [_refusal(f"operator {name}", error, AT_RUN_TIME, key=name) for name in refused], plan
-        key = _option_named(failed) if error == "UnsupportedOperationException" else None
-        return [_refusal(_what(key or error), error, AT_RUN_TIME, key=key, exc=failed)], plan
+                return [
+                    _refusal(f"operator {name}", error, AT_RUN_TIME, key=name)
+                    for name in refused
+                ], plan
+        key = (
+            _option_named(failed) if error == "UnsupportedOperationException" else None
+        )
+        return [
+            _refusal(_what(key or error), error, AT_RUN_TIME, key=key, exc=failed)
+        ], plan
     finally:
         query.stop()
 
 
 def _option_named(exc: BaseException) -> str | None:
-    """The Kafka option a source refusal names ("maxOffsetsPerTrigger is not compatible with real time mode")."""
+    """The Kafka option a source refusal names ("maxOffsetsPerTrigger is not compatible
+    with real time mode")."""
     text = str(exc).lower()
-    return next((option for option in ("maxOffsetsPerTrigger", "minPartitions") if option.lower() in text), None)
+    return next(
+        (
+            option
+            for option in ("maxOffsetsPerTrigger", "minPartitions")
+            if option.lower() in text
+        ),
+        None,
+    )
 
 
 def _scans(plan) -> list:
@@ -411,20 +587,26 @@ def _name(node) -> str:
 def _what(error: str) -> str:
     return {
         f"{RT}.SQL_CONFIGURATION_NOT_SUPPORTED": "session configuration",
-        f"{RT}.ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO": "writer option asyncProgressTrackingCheckpointIntervalMs",
-        f"{RT}.STATEFUL_OPERATORS_BEFORE_UNION_NOT_SUPPORTED": "stateful operator before a union",
-        "_LEGACY_ERROR_TEMP_3102": "an operator streaming refuses in update mode (limit, sort)",
+        f"{RT}.ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO": "writer "
+        "option asyncProgressTrackingCheckpointIntervalMs",
+        f"{RT}.STATEFUL_OPERATORS_BEFORE_UNION_NOT_SUPPORTED": "stateful operator "
+        "before a union",
+        "_LEGACY_ERROR_TEMP_3102": "an operator streaming refuses in update mode "
+        "(limit, sort)",
         f"{RT}.INPUT_STREAM_NOT_SUPPORTED": "source (not Kafka)",
-        f"{RT}.IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED": "union of one source with itself",
+        f"{RT}.IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED": "union of one source with "
+        "itself",
         "STDS_FAILED_TO_READ_OPERATOR_METADATA": "Python transformWithState",
         "maxOffsetsPerTrigger": "Kafka option maxOffsetsPerTrigger",
         "minPartitions": "Kafka option minPartitions",
-        f"{RT}.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED": "checkpoint written in micro-batch mode",
+        f"{RT}.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED": "checkpoint written in micro-batch "
+        "mode",
     }.get(error, "the query")
 
 
 def _executed(query: StreamingQuery):
-    """The physical plan of the query's last execution, or None when Spark has not made one (or failed to)."""
+    """The physical plan of the query's last execution, or None when Spark has not made
+    one (or failed to)."""
     try:
         execution = query._jsq.streamingQuery().lastExecution()
         return None if execution is None else execution.executedPlan()
@@ -436,9 +618,16 @@ def _streaming_nodes(plan):
     """Nodes above a real-time scan: the ones Spark's allowlist applies to."""
 
     def has_scan(node) -> bool:
-        return any(n.getClass().getSimpleName() == "RealTimeStreamScanExec" for n in _plan_nodes(node))
+        return any(
+            n.getClass().getSimpleName() == "RealTimeStreamScanExec"
+            for n in _plan_nodes(node)
+        )
 
-    return [n for n in _plan_nodes(plan) if has_scan(n) and n.getClass().getSimpleName() != "RealTimeStreamScanExec"]
+    return [
+        n
+        for n in _plan_nodes(plan)
+        if has_scan(n) and n.getClass().getSimpleName() != "RealTimeStreamScanExec"
+    ]
 
 
 def _warnings(kafka: list[dict[str, str]]) -> list[Finding]:
@@ -452,7 +641,8 @@ def _warnings(kafka: list[dict[str, str]]) -> list[Finding]:
                     "Kafka source: kafka.fetch.max.wait.ms left at 500 ms",
                     None,
                     "",
-                    'Set .option("kafka.fetch.max.wait.ms", "50") (and keep kafka.fetch.min.bytes at 1).',
+                    'Set .option("kafka.fetch.max.wait.ms", "50") (and keep '
+                    "kafka.fetch.min.bytes at 1).",
                     "kafka-tuning.md",
                 )
             )
@@ -471,11 +661,13 @@ def rtm_check(
     source_partitions: int | None = None,
     timeout_s: float = 90.0,
 ) -> Report:
-    """Check a streaming DataFrame, written to `sink` ("kafka", "console", ..., "foreach" or "foreachBatch") with
-    these writer `options`, output mode and `trigger(realTime=real_time)`, on a cluster with `slots` task slots.
+    """Check a streaming DataFrame, written to `sink` ("kafka", "console", ...,
+    "foreach" or "foreachBatch") with these writer `options`, output mode and
+    `trigger(realTime=real_time)`, on a cluster with `slots` task slots.
 
-    `checkpoint`: the query's checkpoint location, copied (never written) so Spark sees what it holds.
-    `source_partitions`: the partition count of the topics in production, when it differs from the ones read here."""
+    `checkpoint`: the query's checkpoint location, copied (never written) so Spark sees
+    what it holds. `source_partitions`: the partition count of the topics in production,
+    when it differs from the ones read here."""
     settings = WriterSettings(
         format=None if sink in ("foreach", "foreachBatch") else sink,
         options={k: str(v) for k, v in (options or {}).items()},
@@ -495,15 +687,22 @@ def check_writer(
     checkpoint: str | None = None,
     timeout_s: float = 90.0,
 ) -> Report:
-    """`rtm_check()` for the settings a `writeStream` chain recorded (see `recording()`)."""
+    """`rtm_check()` for the settings a `writeStream` chain recorded (see
+    `recording()`)."""
     if not isinstance(df, DataFrame) or not hasattr(df, "_jdf"):
         raise ReadinessInputError(
-            f"expected a classic PySpark DataFrame, got {type(df).__name__} (Spark Connect and other objects are not checked)"
+            f"expected a classic PySpark DataFrame, got {type(df).__name__} (Spark "
+            "Connect and other objects are not checked)"
         )
     if not df.isStreaming:
-        raise ReadinessInputError("the DataFrame is a batch DataFrame: build it with spark.readStream")
+        raise ReadinessInputError(
+            "the DataFrame is a batch DataFrame: build it with spark.readStream"
+        )
     if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
-        raise ReadinessInputError("no task slot count: pass slots=N (local[N], or executors x cores on a cluster)")
+        raise ReadinessInputError(
+            "no task slot count: pass slots=N (local[N], or executors x cores on a "
+            "cluster)"
+        )
     spark = df.sparkSession
     check_spark_version(spark.version, _has_class(spark, ALLOWLIST))
     report = Report(slots=slots, spark_version=spark.version)
@@ -515,20 +714,30 @@ def check_writer(
             shutil.copytree(checkpoint, copy)
         moment, plan = _moment(df, settings, str(copy), timeout_s)
     report.findings += moment
-    if plan is not None and not any(f.when == AT_RUN_TIME and f.error != NOT_IN_ALLOWLIST for f in moment):
-        # Counted only for a query Spark gets as far as scheduling (a source refusal stops it before).
+    if plan is not None and not any(
+        f.when == AT_RUN_TIME and f.error != NOT_IN_ALLOWLIST for f in moment
+    ):
+        # Counted only for a query Spark gets as far as scheduling (a source refusal
+        # stops it before).
         report.shuffle_tasks = tuple(
             n.outputPartitioning().numPartitions()
             for n in _streaming_nodes(plan)
             if n.getClass().getSimpleName() == "ShuffleExchangeExec"
         )
-        # One task per input partition of each real-time scan: for Kafka, the topic partitions Kafka reported.
+        # One task per input partition of each real-time scan: for Kafka, the topic
+        # partitions Kafka reported.
         counted = sum(scan.inputPartitions().size() for scan in _scans(plan))
-        report.source_tasks = counted if source_partitions is None else source_partitions
+        report.source_tasks = (
+            counted if source_partitions is None else source_partitions
+        )
         need = report.slots_needed
         if need > slots and report.shuffle_tasks:
             report.findings.append(
-                _refusal(f"slots: needs {need}, {slots} given ({need - slots} short)", SLOTS_ERROR, AT_RUN_TIME)
+                _refusal(
+                    f"slots: needs {need}, {slots} given ({need - slots} short)",
+                    SLOTS_ERROR,
+                    AT_RUN_TIME,
+                )
             )
         elif need > slots:
             report.findings.append(
@@ -537,16 +746,22 @@ def check_writer(
                     f"slots: needs {need}, {slots} given ({need - slots} short)",
                     None,
                     "",
-                    "A one-stage query does not fail: the tasks without a slot wait, and their partitions' rows are late. Give it a slot per partition.",
+                    "A one-stage query does not fail: the tasks without a slot wait, "
+                    "and their partitions' rows are late. Give it a slot per "
+                    "partition.",
                     "slot-sizing.md",
                 )
             )
     for warning in _warnings(kafka):
-        if warning not in report.findings:  # two reads of one topic give the same advice once
+        if (
+            warning not in report.findings
+        ):  # two reads of one topic give the same advice once
             report.findings.append(warning)
     report.how = (
-        "planned and started the query for a moment on a private copy of its checkpoint with the console "
-        "sink, stopped before any batch ended; your sink and checkpoint were not touched"
+        "planned and started the query for a moment on a private copy of its "
+        "checkpoint with the console "
+        "sink, stopped before any batch ended; your sink and checkpoint were not "
+        "touched"
     )
     return report
 
@@ -560,10 +775,12 @@ def _has_class(spark, name: str) -> bool:
 
 
 def check_spark_version(version: str, has_allowlist: bool) -> None:
-    """The checker reads the real-time allowlist of the Spark it runs on; a Spark without one cannot be checked."""
+    """The checker reads the real-time allowlist of the Spark it runs on; a Spark
+    without one cannot be checked."""
     if not has_allowlist:
         raise ReadinessInputError(
-            f"Spark {version} has no real-time mode allowlist: run the check with the Spark (4.1 or later) your query runs on"
+            f"Spark {version} has no real-time mode allowlist: run the check with the "
+            "Spark (4.1 or later) your query runs on"
         )
 
 
@@ -572,7 +789,8 @@ def check_spark_version(version: str, has_allowlist: bool) -> None:
 
 # --8<-- [start:intercept]
 class Checked(Exception):
-    """Raised in place of `start()` once a real-time query has been checked: the file stops there."""
+    """Raised in place of `start()` once a real-time query has been checked: the file
+    stops there."""
 
     def __init__(self, report: Report):
         super().__init__("checked")
@@ -589,9 +807,12 @@ def _settings(writer: DataStreamWriter) -> WriterSettings:
 
 
 @contextmanager
-def recording(slots: int, source_partitions: int | None = None, timeout_s: float = 90.0):
-    """Within this block a `writeStream ... start()` does not start: a real-time query is checked (`Checked` is
-    raised with the report), any other query runs on a private checkpoint with the noop sink."""
+def recording(
+    slots: int, source_partitions: int | None = None, timeout_s: float = 90.0
+):
+    """Within this block a `writeStream ... start()` does not start: a real-time query
+    is checked (`Checked` is raised with the report), any other query runs on a private
+    checkpoint with the noop sink."""
     private_checkpoints: dict[str, str] = {}
     scratch = tempfile.mkdtemp(prefix="rtm-check-files-")
 
@@ -609,8 +830,14 @@ def recording(slots: int, source_partitions: int | None = None, timeout_s: float
         s = _settings(self)
         try:
             result = _ORIGINAL["trigger"](self, **kwargs)
-        except Exception as exc:  # PySpark refuses the argument here, before start(); carry on to see the rest
-            s.call_errors.append((f"trigger({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})", _condition(exc)))
+        except Exception as exc:
+            # PySpark refuses the argument here, before start(); see the rest anyway.
+            s.call_errors.append(
+                (
+                    f"trigger({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})",
+                    _condition(exc),
+                )
+            )
             s.real_time = kwargs.get("realTime", s.real_time)
             return self
         if "realTime" in kwargs:
@@ -619,7 +846,15 @@ def recording(slots: int, source_partitions: int | None = None, timeout_s: float
             s.real_time, s.other_trigger = None, kwargs
         return result
 
-    def start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **opts):
+    def start(
+        self,
+        path=None,
+        format=None,
+        outputMode=None,
+        partitionBy=None,
+        queryName=None,
+        **opts,
+    ):
         s = _settings(self)
         self.options(**opts)
         if outputMode is not None:
@@ -630,32 +865,45 @@ def recording(slots: int, source_partitions: int | None = None, timeout_s: float
             s.options["path"] = path
         user_checkpoint = s.options.get("checkpointLocation")
         if s.real_time is None and not s.call_errors:
-            if not s.other_trigger or not (s.other_trigger.get("availableNow") or s.other_trigger.get("once")):
+            if not s.other_trigger or not (
+                s.other_trigger.get("availableNow") or s.other_trigger.get("once")
+            ):
                 raise ReadinessInputError(
-                    "the file starts a micro-batch query (no trigger(realTime=...)): add the real-time trigger, then "
+                    "the file starts a micro-batch query (no trigger(realTime=...)): "
+                    "add the real-time trigger, then "
                     "check it"
                 )
-            # A micro-batch run that ends (e.g. before a switch to real-time): run it on a private checkpoint into
-            # noop, so that what it leaves in the checkpoint is seen by the real-time query checked next.
+            # A micro-batch run that ends (e.g. before a switch to real-time): run it on
+            # a private checkpoint into noop, so that what it leaves in the checkpoint
+            # is seen by the real-time query checked next.
             private = private_checkpoints.setdefault(
-                user_checkpoint or str(len(private_checkpoints)), tempfile.mkdtemp(dir=scratch)
+                user_checkpoint or str(len(private_checkpoints)),
+                tempfile.mkdtemp(dir=scratch),
             )
             stand_in = (
-                self._df.writeStream.format("noop").option("checkpointLocation", private).outputMode(s.output_mode)
+                self._df.writeStream.format("noop")
+                .option("checkpointLocation", private)
+                .outputMode(s.output_mode)
             )
             if s.other_trigger:
                 stand_in = _ORIGINAL["trigger"](stand_in, **s.other_trigger)
             return _ORIGINAL["start"](stand_in)
         checkpoint = private_checkpoints.get(user_checkpoint, user_checkpoint)
-        raise Checked(check_writer(self._df, s, slots, source_partitions, checkpoint, timeout_s))
+        raise Checked(
+            check_writer(self._df, s, slots, source_partitions, checkpoint, timeout_s)
+        )
 
     patches = {
         "format": record("format", lambda s, fmt: setattr(s, "format", fmt)),
         "option": record("option", lambda s, k, v: s.options.__setitem__(k, str(v))),
         "options": record("options", options),
-        "outputMode": record("outputMode", lambda s, mode: setattr(s, "output_mode", mode)),
+        "outputMode": record(
+            "outputMode", lambda s, mode: setattr(s, "output_mode", mode)
+        ),
         "foreach": record("foreach", lambda s, f: setattr(s, "foreach", True)),
-        "foreachBatch": record("foreachBatch", lambda s, f: setattr(s, "foreach_batch", True)),
+        "foreachBatch": record(
+            "foreachBatch", lambda s, f: setattr(s, "foreach_batch", True)
+        ),
         "trigger": trigger,
         "start": start,
     }
@@ -677,10 +925,22 @@ _ORIGINAL.setdefault("trigger", DataStreamWriter.trigger)
 
 
 # --8<-- [start:usage]
-def check_my_query(spark, bootstrap: str, source: str, sink: str, checkpoint: str) -> int:
-    """The query you are about to start, checked instead: prints the report, returns the exit code."""
-    events = spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source)
-    counts = events.load().groupBy("key").count().selectExpr("key", "CAST(count AS STRING) AS value")
+def check_my_query(
+    spark, bootstrap: str, source: str, sink: str, checkpoint: str
+) -> int:
+    """The query you are about to start, checked instead: prints the report, returns the
+    exit code."""
+    events = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+    )
+    counts = (
+        events.load()
+        .groupBy("key")
+        .count()
+        .selectExpr("key", "CAST(count AS STRING) AS value")
+    )
     report = rtm_check(
         counts,
         slots=8,  # the cluster's task slots
@@ -698,8 +958,11 @@ def check_my_query(spark, bootstrap: str, source: str, sink: str, checkpoint: st
 
 
 # --8<-- [start:cli]
-def check_file(path: str, args: list[str], slots: int, source_partitions: int | None = None) -> Report:
-    """Run a query file as `python PATH ARGS...` would, checking its first real-time `start()`."""
+def check_file(
+    path: str, args: list[str], slots: int, source_partitions: int | None = None
+) -> Report:
+    """Run a query file as `python PATH ARGS...` would, checking its first real-time
+    `start()`."""
     import runpy
 
     _readable(path)
@@ -714,43 +977,73 @@ def check_file(path: str, args: list[str], slots: int, source_partitions: int | 
         raise
     except SystemExit as exc:
         raise ReadinessInputError(
-            f"{path} exited ({exc.code}) before starting a real-time query: check its arguments"
+            f"{path} exited ({exc.code}) before starting a real-time query: check its "
+            "arguments"
         ) from None
     except Exception as exc:
         said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ReadinessInputError(
-            f"{path} failed before starting a real-time query: {type(exc).__name__}: {said}"
+            f"{path} failed before starting a real-time query: {type(exc).__name__}: "
+            f"{said}"
         ) from None
     finally:
         sys.argv = argv
     raise ReadinessInputError(
-        f"{path} started no streaming query in real-time mode: it must call writeStream ... trigger(realTime=...) ... start()"
+        f"{path} started no streaming query in real-time mode: it must call "
+        "writeStream ... trigger(realTime=...) ... start()"
     )
 
 
 def _readable(path: str) -> None:
     if not Path(path).is_file() or not path.endswith(".py"):
-        raise ReadinessInputError(f"{path} is not a Python file: pass the .py file that builds and starts the query")
+        raise ReadinessInputError(
+            f"{path} is not a Python file: pass the .py file that builds and starts "
+            "the query"
+        )
 
 
 def parse_args(argv: list[str]):
-    """The parsed command line, or 2 after a one-line message when it cannot be checked."""
+    """The parsed command line, or 2 after a one-line message when it cannot be "
+    "checked."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="rtm_check.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--slots", type=int, help="task slots of the cluster the query will run on (required)")
-    parser.add_argument(
-        "--source-partitions", type=int, help="Kafka partitions in production, if not the ones read here"
+    parser = argparse.ArgumentParser(
+        prog="rtm_check.py", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--master", default="local[2]", help="where the short check run happens (%(default)s)")
-    parser.add_argument("--jars", help="jars for the check session (the Kafka connector), comma-separated")
-    parser.add_argument("--packages", help="Maven coordinates for the check session, e.g. the Kafka connector")
+    parser.add_argument(
+        "--slots",
+        type=int,
+        help="task slots of the cluster the query will run on (required)",
+    )
+    parser.add_argument(
+        "--source-partitions",
+        type=int,
+        help="Kafka partitions in production, if not the ones read here",
+    )
+    parser.add_argument(
+        "--master",
+        default="local[2]",
+        help="where the short check run happens (%(default)s)",
+    )
+    parser.add_argument(
+        "--jars",
+        help="jars for the check session (the Kafka connector), comma-separated",
+    )
+    parser.add_argument(
+        "--packages",
+        help="Maven coordinates for the check session, e.g. the Kafka connector",
+    )
     parser.add_argument("file", help="the Python file that builds and starts the query")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="the file's own arguments")
+    parser.add_argument(
+        "args", nargs=argparse.REMAINDER, help="the file's own arguments"
+    )
     ns = parser.parse_args(argv)
     try:
         if ns.slots is None or ns.slots < 1:
-            raise ReadinessInputError("no task slot count: pass --slots N (N of local[N], or executors x cores)")
+            raise ReadinessInputError(
+                "no task slot count: pass --slots N (N of local[N], or executors x "
+                "cores)"
+            )
         _readable(ns.file)
     except ReadinessInputError as exc:
         print(f"rtm_check: {exc}", file=sys.stderr)
@@ -765,7 +1058,10 @@ def main(argv: list[str] | None = None, jars: str | None = None) -> int:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName("rtm-check").master(ns.master)
-    for key, value in (("spark.jars", ns.jars or jars), ("spark.jars.packages", ns.packages)):
+    for key, value in (
+        ("spark.jars", ns.jars or jars),
+        ("spark.jars.packages", ns.packages),
+    ):
         if value:
             builder = builder.config(key, value)
     # The check's own failures are the report: Spark's log of them would only repeat it.

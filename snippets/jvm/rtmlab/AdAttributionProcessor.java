@@ -22,27 +22,32 @@ import scala.Tuple4;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * Ad attribution: ad requests matched to their impressions ("acks") per (session, campaign), in either order.
+ * Ad attribution: ad requests matched to their impressions ("acks") per (session,
+ * campaign), in either order.
  *
- * <p>A value state holds the key's request, a list state the acks that came before it, and one processing-time
- * timer per key closes the attribution window: orphan acks and unacknowledged requests are reported, then the
- * key's state is cleared, so the state store holds only keys whose window is open. Unlike Python
- * transformWithState, this JVM operator runs in OSS real-time mode (Spark 4.3). From PySpark:
- * {@code DataFrame(spark._jvm.rtmlab.AdAttributionProcessor.attribute(events._jdf, window_ms), spark)}.
+ * <p>A value state holds the key's request, a list state the acks that came before it,
+ * and one processing-time timer per key closes the attribution window: orphan acks and
+ * unacknowledged requests are reported, then the key's state is cleared, so the state
+ * store holds only keys whose window is open. Unlike Python transformWithState, this
+ * JVM operator runs in OSS real-time mode (Spark 4.3). From PySpark:
+ * {@code DataFrame(spark._jvm.rtmlab.AdAttributionProcessor.attribute(events._jdf,
+ * window_ms), spark)}.
  */
 public class AdAttributionProcessor
     extends StatefulProcessor<Tuple2<String, String>, Row, Row> {
 
-  /** What the processor emits; one row per match, orphan ack or unacknowledged request. */
+  /** What it emits; one row per match, orphan ack or unacknowledged request. */
   public static final StructType OUTPUT = StructType.fromDDL(
-      "session_id STRING, campaign_id STRING, outcome STRING, id BIGINT, request_id BIGINT, ad_id STRING,"
-          + " source_ts_ms BIGINT");
+      "session_id STRING, campaign_id STRING, outcome STRING, id BIGINT,"
+          + " request_id BIGINT, ad_id STRING, source_ts_ms BIGINT");
 
   // request_id, ad_id, source_ts_ms (Kafka timestamp), acks matched so far
   private static final Encoder<Tuple4<Long, String, Long, Long>> REQUEST =
-      Encoders.tuple(Encoders.LONG(), Encoders.STRING(), Encoders.LONG(), Encoders.LONG());
+      Encoders.tuple(
+          Encoders.LONG(), Encoders.STRING(), Encoders.LONG(), Encoders.LONG());
   // ack_id, source_ts_ms
-  private static final Encoder<Tuple2<Long, Long>> ACK = Encoders.tuple(Encoders.LONG(), Encoders.LONG());
+  private static final Encoder<Tuple2<Long, Long>> ACK =
+      Encoders.tuple(Encoders.LONG(), Encoders.LONG());
 
   private final long windowMs;
   private transient ValueState<Tuple4<Long, String, Long, Long>> request;
@@ -54,14 +59,17 @@ public class AdAttributionProcessor
 
   @Override
   public void init(OutputMode outputMode, TimeMode timeMode) {
-    // The timer is what bounds the state; no TTL, so the state operator's row count is exactly the open keys.
+    // The timer is what bounds the state; no TTL, so the state operator's row count is
+    // exactly the open keys.
     request = getHandle().getValueState("request", REQUEST, TTLConfig.NONE());
     earlyAcks = getHandle().getListState("early_acks", ACK, TTLConfig.NONE());
   }
 
   @Override
   public scala.collection.Iterator<Row> handleInputRows(
-      Tuple2<String, String> key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+      Tuple2<String, String> key,
+      scala.collection.Iterator<Row> rows,
+      TimerValues timerValues) {
     if (!getHandle().listTimers().hasNext()) {
       // One timer per key, from its first event: the attribution window.
       getHandle().registerTimer(timerValues.getCurrentProcessingTimeInMs() + windowMs);
@@ -72,7 +80,8 @@ public class AdAttributionProcessor
       String kind = row.getAs("kind");
       Long eventId = row.getAs("event_id");
       if (eventId == null || !("request".equals(kind) || "ack".equals(kind))) {
-        continue; // not an ad event (e.g. JSON that did not parse): nothing to attribute
+        // Not an ad event (e.g. JSON that did not parse): nothing to attribute.
+        continue;
       }
       long ts = row.<Long>getAs("source_ts_ms");
       if ("request".equals(kind)) {
@@ -84,7 +93,8 @@ public class AdAttributionProcessor
         scala.collection.Iterator<Tuple2<Long, Long>> waiting = earlyAcks.get();
         while (waiting.hasNext()) {
           Tuple2<Long, Long> ack = waiting.next();
-          out.add(matched(key, ack._1(), eventId, row.getAs("ad_id"), Math.max(ack._2(), ts)));
+          long at = Math.max(ack._2(), ts);
+          out.add(matched(key, ack._1(), eventId, row.getAs("ad_id"), at));
           acks++;
         }
         earlyAcks.clear();
@@ -102,16 +112,20 @@ public class AdAttributionProcessor
 
   @Override
   public scala.collection.Iterator<Row> handleExpiredTimer(
-      Tuple2<String, String> key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+      Tuple2<String, String> key,
+      TimerValues timerValues,
+      ExpiredTimerInfo expiredTimerInfo) {
     List<Row> out = new ArrayList<>();
     if (request.exists() && request.get()._4() == 0) {
       Tuple4<Long, String, Long, Long> r = request.get();
-      out.add(RowFactory.create(key._1(), key._2(), "unacked_request", r._1(), r._1(), r._2(), r._3()));
+      out.add(RowFactory.create(
+          key._1(), key._2(), "unacked_request", r._1(), r._1(), r._2(), r._3()));
     }
     scala.collection.Iterator<Tuple2<Long, Long>> waiting = earlyAcks.get();
     while (waiting.hasNext()) {
       Tuple2<Long, Long> ack = waiting.next();
-      out.add(RowFactory.create(key._1(), key._2(), "orphan_ack", ack._1(), null, null, ack._2()));
+      out.add(RowFactory.create(
+          key._1(), key._2(), "orphan_ack", ack._1(), null, null, ack._2()));
     }
     // The window is over: nothing of this key stays in the state store.
     request.clear();
@@ -119,14 +133,17 @@ public class AdAttributionProcessor
     return CollectionConverters.asScala(out.iterator());
   }
 
-  private static Row matched(Tuple2<String, String> key, long ackId, long requestId, String adId, long ts) {
-    // source_ts_ms: the Kafka timestamp of the later of the two events, the one that completed the match.
+  private static Row matched(
+      Tuple2<String, String> key, long ackId, long requestId, String adId, long ts) {
+    // source_ts_ms: the Kafka timestamp of the later of the two events, the one that
+    // completed the match.
     return RowFactory.create(key._1(), key._2(), "matched", ackId, requestId, adId, ts);
   }
 
   /**
-   * Events with columns session_id, campaign_id, kind (request | ack), event_id, ad_id, source_ts_ms -> one row
-   * per outcome (columns of OUTPUT), grouped by the composite key (session_id, campaign_id).
+   * Events with columns session_id, campaign_id, kind (request | ack), event_id, ad_id,
+   * source_ts_ms -> one row per outcome (columns of OUTPUT), grouped by the composite
+   * key (session_id, campaign_id).
    */
   public static Dataset<Row> attribute(Dataset<Row> events, long windowMs) {
     return events

@@ -24,15 +24,19 @@ import org.apache.spark.sql.ForeachWriter;
 import org.apache.spark.sql.Row;
 
 /**
- * The JVM twin of the Python PostgresSink: rows reach process() as the source reads them (a Python writer gets
- * them in growing pickled batches), so in OSS real-time mode this is the low-latency way into Postgres.
+ * The JVM twin of the Python PostgresSink: rows reach process() as the source reads
+ * them (a Python writer gets them in growing pickled batches), so in OSS real-time mode
+ * this is the low-latency way into Postgres.
  *
- * <p>Same contract and the same options, by the same names (the Python SinkConfig's fields, passed as strings):
- * upsert on the key columns keeping the newest version, dead letters (input the query flagged, and rows Postgres
- * refuses) to their own table with the raw bytes, flush at max_rows rows or when the oldest buffered row waited
- * max_dwell_ms (a timer thread covers the case where rows stop), retry transient SQLSTATEs only, I/O timeouts, a
- * password re-read on every (re)connect, never log the password. Attach from PySpark with
- * {@code w._jwrite = w._jwrite.foreach(spark._jvm.rtmlab.PostgresUpsertWriter(url, user, password, options))}.
+ * <p>Same contract and the same options, by the same names (the Python SinkConfig's
+ * fields, passed as strings): upsert on the key columns keeping the newest version,
+ * dead letters (input the query flagged, and rows Postgres refuses) to their own table
+ * with the raw bytes, flush at max_rows rows or when the oldest buffered row waited
+ * max_dwell_ms (a timer thread covers the case where rows stop), retry transient
+ * SQLSTATEs only, I/O timeouts, a password re-read on every (re)connect, never log the
+ * password. Attach from PySpark with {@code w._jwrite =
+ * w._jwrite.foreach(spark._jvm.rtmlab.PostgresUpsertWriter(url, user, password,
+ * options))}.
  */
 public class PostgresUpsertWriter extends ForeachWriter<Row> {
   private final String url;
@@ -58,7 +62,10 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
   private final int ioTimeoutS;
   private final int statementTimeoutMs;
 
-  /** A buffered row: the values bound to the upsert, and the row itself in case Postgres refuses them. */
+  /**
+   * A buffered row: the values bound to the upsert, and the row itself in case Postgres
+   * refuses them.
+   */
   private static final class Pending {
     final Object[] values;
     final Row row;
@@ -70,7 +77,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
   }
 
   private transient Connection conn;
-  private transient TreeMap<List<Object>, Pending> rows; // by key, sorted: tasks lock keys in one order
+  // By key, sorted: every task locks keys in the same order.
+  private transient TreeMap<List<Object>, Pending> rows;
   private transient List<Object[]> dead;
   private transient long oldestAtNanos;
   private transient ScheduledExecutorService timer;
@@ -78,7 +86,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
   private transient volatile boolean closing;
   private transient long partitionId;
 
-  public PostgresUpsertWriter(String url, String user, String password, Map<String, String> options) {
+  public PostgresUpsertWriter(
+      String url, String user, String password, Map<String, String> options) {
     this.url = url;
     this.user = user;
     this.dsnPassword = password;
@@ -103,10 +112,12 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
     this.applicationName = required(options, "application_name");
     this.maxRows = Math.max(1, Integer.parseInt(required(options, "max_rows")));
     this.maxDwellMs = Long.parseLong(required(options, "max_dwell_ms"));
-    this.reconnectForMs = (long) (Double.parseDouble(required(options, "reconnect_for_s")) * 1000);
+    this.reconnectForMs =
+        (long) (Double.parseDouble(required(options, "reconnect_for_s")) * 1000);
     this.connectTimeoutS = Integer.parseInt(required(options, "connect_timeout_s"));
     this.ioTimeoutS = Integer.parseInt(required(options, "io_timeout_s"));
-    this.statementTimeoutMs = Integer.parseInt(required(options, "statement_timeout_ms"));
+    this.statementTimeoutMs =
+        Integer.parseInt(required(options, "statement_timeout_ms"));
 
     List<String> updates = new ArrayList<>();
     for (String c : columns) {
@@ -115,23 +126,27 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
       }
     }
     updates.add("written_at = clock_timestamp()");
-    String newer = version == null ? ""
-        : " WHERE cur." + quote(version) + " IS NULL OR cur." + quote(version) + " <= EXCLUDED." + quote(version);
-    this.upsertSql = "INSERT INTO " + quote(schema) + "." + quote(table) + " AS cur (" + quoted(columns)
-        + ") VALUES (" + marks(columns.length) + ") ON CONFLICT (" + quoted(keys) + ") DO UPDATE SET "
+    String v = version == null ? null : quote(version);
+    String newer = v == null ? ""
+        : " WHERE cur." + v + " IS NULL OR cur." + v + " <= EXCLUDED." + v;
+    this.upsertSql = "INSERT INTO " + quote(schema) + "." + quote(table)
+        + " AS cur (" + quoted(columns) + ") VALUES (" + marks(columns.length)
+        + ") ON CONFLICT (" + quoted(keys) + ") DO UPDATE SET "
         + String.join(", ", updates) + newer;
     String[] dlColumns = Arrays.copyOf(deadLetterColumns, deadLetterColumns.length + 2);
     dlColumns[dlColumns.length - 2] = "raw_value";
     dlColumns[dlColumns.length - 1] = "reason";
     this.deadLetterSql = deadLetterTable == null ? null
-        : "INSERT INTO " + quote(schema) + "." + quote(deadLetterTable) + " (" + quoted(dlColumns) + ") VALUES ("
-            + marks(dlColumns.length) + ") ON CONFLICT DO NOTHING";
+        : "INSERT INTO " + quote(schema) + "." + quote(deadLetterTable)
+            + " (" + quoted(dlColumns) + ") VALUES (" + marks(dlColumns.length)
+            + ") ON CONFLICT DO NOTHING";
   }
 
   private static String required(Map<String, String> options, String name) {
     String value = options.get(name);
     if (value == null) {
-      throw new IllegalArgumentException("PostgresUpsertWriter: option '" + name + "' is missing");
+      throw new IllegalArgumentException(
+          "PostgresUpsertWriter: option '" + name + "' is missing");
     }
     return value;
   }
@@ -143,12 +158,16 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
   private static int indexOf(String[] columns, String name) {
     int i = Arrays.asList(columns).indexOf(name);
     if (i < 0) {
-      throw new IllegalArgumentException("PostgresUpsertWriter: '" + name + "' is not one of the columns");
+      throw new IllegalArgumentException(
+          "PostgresUpsertWriter: '" + name + "' is not one of the columns");
     }
     return i;
   }
 
-  /** An identifier as Postgres quotes it: a table name can't end the statement and start another. */
+  /**
+   * An identifier as Postgres quotes it: a table name can't end the statement and start
+   * another.
+   */
   static String quote(String identifier) {
     return "\"" + identifier.replace("\"", "\"\"") + "\"";
   }
@@ -192,7 +211,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
         return t;
       });
       long period = Math.max(1, maxDwellMs / 4);
-      timer.scheduleAtFixedRate(this::flushOnTime, period, period, TimeUnit.MILLISECONDS);
+      timer.scheduleAtFixedRate(
+          this::flushOnTime, period, period, TimeUnit.MILLISECONDS);
     }
     return true;
   }
@@ -223,7 +243,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
       }
       Pending held = rows.get(key);
       if (held == null || versionIdx < 0
-          || ((Comparable<Object>) held.values[versionIdx]).compareTo(values[versionIdx]) <= 0) {
+          || ((Comparable<Object>) held.values[versionIdx])
+                  .compareTo(values[versionIdx]) <= 0) {
         rows.put(key, new Pending(values, row));
       }
     }
@@ -236,11 +257,12 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
   public void close(Throwable error) {
     closing = true; // the timer starts no flush from now on
     try {
-      // The monitor waits out a timed flush in progress instead of interrupting it (no shutdownNow): an
-      // interrupted flush would fail the task for nothing.
+      // The monitor waits out a timed flush in progress instead of interrupting it (no
+      // shutdownNow): an interrupted flush would fail the task for nothing.
       synchronized (this) {
         try {
-          // After an error Spark replays the task's rows: drop the buffer rather than write it twice.
+          // After an error Spark replays the task's rows: drop the buffer rather than
+          // write it twice.
           if (error == null && timerFailure == null) {
             flush();
           }
@@ -258,7 +280,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
     }
   }
 
-  // ---- poison rows: each one is dead-lettered with its reason, so a replay can't fail on it again
+  // ---- poison rows: each one is dead-lettered with its reason, so a replay can't fail
+  // on it again
   private String poison(Object[] values) {
     for (int i : keyIdx) {
       if (values[i] == null) {
@@ -278,7 +301,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
 
   private Object[] deadLetter(Row row, String reason) {
     if (!deadLetters) {
-      throw new IllegalStateException("row refused (" + reason + ") and no dead_letter_table is configured");
+      throw new IllegalStateException(
+          "row refused (" + reason + ") and no dead_letter_table is configured");
     }
     Object[] out = new Object[deadLetterColumns.length + 2];
     for (int i = 0; i < deadLetterColumns.length; i++) {
@@ -286,7 +310,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
     }
     Object raw = field(row, rawColumn);
     // A parsed row Postgres refused has no raw value: keep the row itself, as JSON.
-    out[out.length - 2] = raw != null ? raw : row.json().getBytes(StandardCharsets.UTF_8);
+    out[out.length - 2] =
+        raw != null ? raw : row.json().getBytes(StandardCharsets.UTF_8);
     String text = reason.replace("\u0000", "");
     out[out.length - 1] = text.length() > 1000 ? text.substring(0, 1000) : text;
     return out;
@@ -299,7 +324,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
 
   // ---- buffering
   private boolean dwellExceeded() {
-    return oldestAtNanos != 0 && System.nanoTime() - oldestAtNanos >= maxDwellMs * 1_000_000L;
+    return oldestAtNanos != 0
+        && System.nanoTime() - oldestAtNanos >= maxDwellMs * 1_000_000L;
   }
 
   private synchronized void flushOnTime() {
@@ -315,7 +341,10 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
     }
   }
 
-  /** Write and commit the buffer; on a transient error reconnect with backoff and write it again. */
+  /**
+   * Write and commit the buffer; on a transient error reconnect with backoff and write
+   * it again.
+   */
   private void flush() {
     if (rows.isEmpty() && dead.isEmpty()) {
       oldestAtNanos = 0;
@@ -360,7 +389,8 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
       if (isTransient(e)) {
         throw e;
       }
-      // A row Postgres refuses (a constraint, a changed table, bad data): find it, dead-letter it.
+      // A row Postgres refuses (a constraint, a changed table, bad data): find it,
+      // dead-letter it.
       conn.rollback();
       writeRowByRow(pending);
     }
@@ -388,7 +418,9 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
     }
     insertDeadLetters(letters);
     conn.commit();
-    System.err.printf("partition %d: %d row(s) refused by Postgres, dead-lettered%n", partitionId, refused);
+    System.err.printf(
+        "partition %d: %d row(s) refused by Postgres, dead-lettered%n",
+        partitionId, refused);
   }
 
   private void insertDeadLetters(List<Object[]> letters) throws SQLException {
@@ -406,11 +438,13 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
 
   private static void bind(PreparedStatement st, Object[] values) throws SQLException {
     for (int i = 0; i < values.length; i++) {
-      st.setObject(i + 1, values[i]); // null, Long, Double, String, byte[] (bytea), Timestamp
+      // null, Long, Double, String, byte[] (bytea), Timestamp
+      st.setObject(i + 1, values[i]);
     }
   }
 
-  // ---- the retry rule both writers share: the SQLSTATEs in transient_sqlstates, never an authentication failure
+  // ---- the retry rule both writers share: the SQLSTATEs in transient_sqlstates, never
+  // an authentication failure
   private boolean isTransient(SQLException e) {
     String state = stateOf(e);
     if (state == null) {
@@ -424,7 +458,10 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
     return false;
   }
 
-  /** The first SQLSTATE in the chain: a failed batch reports the statement's error as its next exception. */
+  /**
+   * The first SQLSTATE in the chain: a failed batch reports the statement's error as
+   * its next exception.
+   */
   private static String stateOf(SQLException e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
       if (t instanceof SQLException) {
@@ -432,8 +469,9 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
         if (s.getSQLState() != null) {
           return s.getSQLState();
         }
-        if (s.getNextException() != null && s.getNextException().getSQLState() != null) {
-          return s.getNextException().getSQLState();
+        SQLException next = s.getNextException();
+        if (next != null && next.getSQLState() != null) {
+          return next.getSQLState();
         }
       }
     }
@@ -457,8 +495,10 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
         return;
       } catch (SQLException e) {
         if (!isTransient(e) || System.currentTimeMillis() > deadline) {
-          // The URL carries no password (it is a property), and PgJDBC's messages never include it.
-          throw new RuntimeException("could not connect to " + url + " as " + user + ": " + e.getMessage(), e);
+          // The URL carries no password (it is a property), and PgJDBC's messages never
+          // include it.
+          throw new RuntimeException(
+              "could not connect to " + url + " as " + user + ": " + e.getMessage(), e);
         }
         sleepBackoff(attempt, "connect", e);
       }
@@ -468,14 +508,17 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
   private void connect() throws SQLException {
     Properties props = new Properties();
     props.setProperty("user", user);
-    String password = currentPassword(); // every (re)connect: a rotated password or a fresh token is picked up
+    // Every (re)connect: a rotated password or a fresh token is picked up.
+    String password = currentPassword();
     if (password != null) {
       props.setProperty("password", password);
     }
     props.setProperty("ApplicationName", applicationName);
-    props.setProperty("reWriteBatchedInserts", "true"); // one multi-row INSERT per batch, ON CONFLICT kept
+    // One multi-row INSERT per batch, ON CONFLICT kept.
+    props.setProperty("reWriteBatchedInserts", "true");
     props.setProperty("connectTimeout", String.valueOf(connectTimeoutS));
-    props.setProperty("socketTimeout", String.valueOf(ioTimeoutS)); // a dead peer can't hold a flush forever
+    // A dead peer can't hold a flush forever.
+    props.setProperty("socketTimeout", String.valueOf(ioTimeoutS));
     props.setProperty("tcpKeepAlive", "true");
     conn = DriverManager.getConnection(url, props);
     try (Statement st = conn.createStatement()) {
@@ -487,27 +530,32 @@ public class PostgresUpsertWriter extends ForeachWriter<Row> {
   private String currentPassword() throws SQLException {
     try {
       if (passwordFile != null) {
-        return new String(Files.readAllBytes(Paths.get(passwordFile)), StandardCharsets.UTF_8).trim();
+        byte[] bytes = Files.readAllBytes(Paths.get(passwordFile));
+        return new String(bytes, StandardCharsets.UTF_8).trim();
       }
       if (passwordCommand != null) {
         Process p = new ProcessBuilder("sh", "-c", passwordCommand)
             .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+        byte[] bytes = p.getInputStream().readAllBytes();
+        String out = new String(bytes, StandardCharsets.UTF_8).trim();
         if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-          // Its output may hold a secret: report the failure only. SQLSTATE 28000: not retried.
+          // Its output may hold a secret: report the failure only. SQLSTATE 28000: not
+          // retried.
           throw new SQLException("password_command failed", "28000");
         }
         return out;
       }
     } catch (IOException | InterruptedException e) {
-      throw new SQLException("reading the password failed: " + e.getClass().getSimpleName(), "28000", e);
+      throw new SQLException(
+          "reading the password failed: " + e.getClass().getSimpleName(), "28000", e);
     }
     return dsnPassword;
   }
 
   private void sleepBackoff(int attempt, String what, SQLException e) {
     long pause = Math.min(5000, 50L << Math.min(attempt, 7));
-    // The URL carries no password (it is passed as a property), so this line can't leak it.
+    // The URL carries no password (it is passed as a property), so this line can't leak
+    // it.
     System.err.printf("partition %d: %s to %s failed (%s); retry %d in %d ms%n",
         partitionId, what, url, e.getMessage(), attempt, pause);
     try {
