@@ -57,7 +57,7 @@ def _is_current(venv: Path) -> bool:
 @contextlib.contextmanager
 def _build_lock(venv: Path) -> Iterator[None]:
     venv.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(venv.parent / f".{venv.name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = os.open(venv.parent / f"{venv.name}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
