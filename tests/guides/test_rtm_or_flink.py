@@ -9,19 +9,24 @@ venv is built on first use (tests/conftest.py's `flink_venv`), so its build is c
 import ast
 import contextlib
 import json
+import os
+import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from rtm_lab import topics, versions
 from rtm_lab.engines import flink, kafka_clients, output
+from rtm_lab.paths import PROJECT_ROOT
 from snippets.guides import rtm_or_flink_spark
 from snippets.guides.rtm_or_flink_spark import start_pipeline
 
 pytestmark = pytest.mark.slow
 
-FLINK_PROGRAM = Path(rtm_or_flink_spark.__file__).with_name("rtm_or_flink_flink.py")
+# The PyFlink twin runs in the Flink venv, as a program: this test never imports it (PyFlink is not in this venv).
+FLINK_MODULE = "snippets.guides.rtm_or_flink_flink"
+FLINK_PROGRAM = PROJECT_ROOT.joinpath(*FLINK_MODULE.split(".")).with_suffix(".py")
+PAGE = PROJECT_ROOT / "docs" / "guides" / "rtm-or-flink.md"
 PARTITIONS = 2  # the source topic's partitions = Flink's parallelism = the RTM query's shuffle partitions
 N_IDS, N_REPEATED = 200, 40
 EVENTS = [{"id": i, "user": f"user{i % 7}", "amount": i + 0.25, "created_ms": 1_000 + i} for i in range(N_IDS)]
@@ -131,3 +136,62 @@ def test_each_engine_runs_the_stated_kafka_clients():
         "spark": versions.KAFKA_CLIENTS_VERSION,
         "flink": versions.FLINK_KAFKA_CLIENTS_VERSION,
     }
+
+
+# Run in the Flink venv: plan (never run) what Flink refuses, with the twin's own source and sink definitions.
+REFUSALS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from pyflink.java_gateway import get_gateway
+from rtm_or_flink_flink import create_source, kafka_sink, table_environment
+
+t_env = table_environment(2, sys.argv[2])
+create_source(t_env, "127.0.0.1:9", "never-read")
+t_env.execute_sql(
+    f"CREATE TEMPORARY TABLE appended (k BYTES, `user` STRING, n BIGINT) WITH ({kafka_sink('127.0.0.1:9', 'x')})"
+)
+queries = {
+    "count into kafka": "SELECT CAST(`user` AS BYTES), `user`, COUNT(*) FROM events GROUP BY `user`",
+    "top-1 by a column into kafka": (
+        "SELECT k, `user`, created_ms FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY `user` ORDER BY created_ms DESC)"
+        " AS row_num FROM events) WHERE row_num = 1"
+    ),
+}
+for name, query in queries.items():
+    try:
+        t_env.explain_sql(f"INSERT INTO appended {query}")
+        print(json.dumps({name: "planned"}))
+    except Exception as exc:
+        print(json.dumps({name: str(exc).splitlines()[0] if str(exc) else type(exc).__name__}))
+options = get_gateway().jvm.org.apache.flink.configuration.ExecutionOptions
+print(json.dumps({"buffer timeout ms": options.BUFFER_TIMEOUT.defaultValue().toMillis()}))
+"""
+
+
+def test_flink_refuses_an_updating_query_into_the_plain_kafka_sink(flink_venv, tmp_path):
+    """The page's Flink refusals, planned by Flink 2.2.1 itself: a running count or a Top-N by a column updates its
+    rows, and the `kafka` sink takes inserts only (the count pipeline writes to `upsert-kafka`); and Flink's default
+    buffer timeout, the page's concept map."""
+    from rtm_lab.engines.flink import connector_jar
+
+    program = tmp_path / "refusals.py"
+    program.write_text(REFUSALS)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["JVM_ARGS"] = "-Xmx512m"
+    env["FLINK_LOG_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [str(flink_venv), str(program), str(FLINK_PROGRAM.parent), str(connector_jar())],
+        capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = {k: v for line in done.stdout.splitlines() if line.startswith("{") for k, v in json.loads(line).items()}
+    for name in ("count into kafka", "top-1 by a column into kafka"):
+        assert "doesn't support consuming update" in said[name], said
+    assert said["buffer timeout ms"] == 100
+
+
+def test_the_page_installs_the_pinned_flink_and_connector():
+    text = PAGE.read_text()
+    assert f"pip install apache-flink=={versions.FLINK_VERSION}" in text
+    assert f"flink-sql-connector-kafka-{versions.FLINK_KAFKA_CONNECTOR_VERSION}.jar" in text
+    assert f"apache-flink=={versions.FLINK_VERSION}" in flink.REQUIREMENTS.read_text()
