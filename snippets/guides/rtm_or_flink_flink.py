@@ -13,9 +13,10 @@ Flink job on a local MiniCluster inside this process; it runs until the process 
 
 import argparse
 import os
-from pathlib import Path
 
 # --8<-- [start:setup]
+from pathlib import Path
+
 from pyflink.common import Configuration
 from pyflink.table import EnvironmentSettings, TableEnvironment
 

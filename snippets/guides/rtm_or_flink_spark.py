@@ -110,10 +110,11 @@ def dedup(events: DataFrame) -> DataFrame:
 
 # --8<-- [end:dedup]
 
+
+# --8<-- [start:start]
 PIPELINES = {"transform": transform, "count": count, "enrich": enrich, "dedup": dedup}
 
 
-# --8<-- [start:start]
 def start_pipeline(
     spark: SparkSession,
     name: str,

@@ -143,6 +143,8 @@ REFUSALS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from pyflink.java_gateway import get_gateway
+from pyflink.table import DataTypes
+from pyflink.table.udf import udf
 from rtm_or_flink_flink import create_source, kafka_sink, table_environment
 
 t_env = table_environment(2, sys.argv[2])
@@ -150,7 +152,12 @@ create_source(t_env, "127.0.0.1:9", "never-read")
 t_env.execute_sql(
     f"CREATE TEMPORARY TABLE appended (k BYTES, `user` STRING, n BIGINT) WITH ({kafka_sink('127.0.0.1:9', 'x')})"
 )
+t_env.create_temporary_function("py_upper", udf(lambda s: s.upper(), result_type=DataTypes.STRING()))
 queries = {
+    "stream-stream join into kafka": (
+        "SELECT a.k, a.`user`, b.created_ms FROM events AS a JOIN events AS b ON a.id = b.id"
+    ),
+    "python udf into kafka": "SELECT k, py_upper(`user`), created_ms FROM events",
     "count into kafka": "SELECT CAST(`user` AS BYTES), `user`, COUNT(*) FROM events GROUP BY `user`",
     "top-1 by a column into kafka": (
         "SELECT k, `user`, created_ms FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY `user` ORDER BY created_ms DESC)"
@@ -170,8 +177,8 @@ print(json.dumps({"buffer timeout ms": options.BUFFER_TIMEOUT.defaultValue().toM
 
 def test_flink_refuses_an_updating_query_into_the_plain_kafka_sink(flink_venv, tmp_path):
     """The page's Flink refusals, planned by Flink 2.2.1 itself: a running count or a Top-N by a column updates its
-    rows, and the `kafka` sink takes inserts only (the count pipeline writes to `upsert-kafka`); and Flink's default
-    buffer timeout, the page's concept map."""
+    rows, and the `kafka` sink takes inserts only (the count pipeline writes to `upsert-kafka`). A stream-stream join
+    and a Python UDF, which real-time mode refuses, are planned. And Flink's default buffer timeout (concept map)."""
     from rtm_lab.engines.flink import connector_jar
 
     program = tmp_path / "refusals.py"
@@ -187,6 +194,9 @@ def test_flink_refuses_an_updating_query_into_the_plain_kafka_sink(flink_venv, t
     said = {k: v for line in done.stdout.splitlines() if line.startswith("{") for k, v in json.loads(line).items()}
     for name in ("count into kafka", "top-1 by a column into kafka"):
         assert "doesn't support consuming update" in said[name], said
+    # What real-time mode refuses and Flink plans (running them is not tested here).
+    assert said["stream-stream join into kafka"] == "planned", said
+    assert said["python udf into kafka"] == "planned", said
     assert said["buffer timeout ms"] == 100
 
 
