@@ -21,7 +21,9 @@ from rtm_lab.paths import PROJECT_ROOT
 from snippets.guides import rtm_or_flink_spark
 from snippets.guides.rtm_or_flink_spark import start_pipeline
 
-pytestmark = pytest.mark.slow
+# The first test to need the Flink venv builds it (pip fetches a few hundred MB the first time): room beyond the
+# suite's 300 s default for that build on a busy machine.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 # The PyFlink twin runs in the Flink venv, as a program: this test never imports it (PyFlink is not in this venv).
 FLINK_MODULE = "snippets.guides.rtm_or_flink_flink"

@@ -1,11 +1,15 @@
 """The Flink venv is reused only while its pins are unchanged, and `lab.py down` stops a left-over PyFlink program
 by its identity (its --tmp-dir under the lab's flink/ folder), never a process that merely looks like one."""
 
+import os
 import subprocess
 import sys
 
+import pytest
+
 from rtm_lab import processes
 from rtm_lab.engines import flink
+from rtm_lab.paths import PROJECT_ROOT
 
 
 def test_the_flink_venv_is_reused_only_with_the_same_pins(tmp_path, monkeypatch):
@@ -45,3 +49,22 @@ def test_stop_leftovers_stops_the_labs_flink_program_and_leaves_a_lookalike(tmp_
     finally:
         for pid in (ours, lookalike):
             processes.stop(pid)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["run", "count", "only-a-source"], "three words per pipeline"),
+        (["run", "bogus", "in", "out"], "unknown pipeline 'bogus'"),
+        (["run", "--parallelism", "0", "count", "in", "out"], "at least 1"),
+    ],
+)
+def test_flink_cli_refuses_bad_input_on_one_line(args, expected, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"} | {"RTM_LAB_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "flink.py"), *args],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr
+    assert not (tmp_path / "flink").exists()  # nothing started
