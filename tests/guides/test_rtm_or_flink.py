@@ -18,6 +18,7 @@ import pytest
 from rtm_lab import topics, versions
 from rtm_lab.engines import flink, kafka_clients, output
 from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.spark import driver_memory
 from snippets.guides import rtm_or_flink_spark
 from snippets.guides.rtm_or_flink_spark import start_pipeline
 
@@ -79,6 +80,9 @@ def both_outputs(lab, spark, comparison, checkpoint, stop_after, name, done):
     out = {engine: output.read_until(lab.kafka_bootstrap, topic, done) for engine, topic in sinks[name].items()}
     assert query.exception() is None
     assert run.running(), run.output()[-3000:]
+    # Shown with `pytest -rP`: the evidence a reviewer reads (records per engine, distinct keys).
+    for engine, records in out.items():
+        print(f"{name}: {engine} wrote {len(records)} records, {len({r.key for r in records})} keys")
     return out["spark"], out["flink"]
 
 
@@ -123,6 +127,21 @@ def test_dedup_writes_each_id_once_on_both(lab, spark, comparison, checkpoint, s
     assert output.content(spark_out) == output.content(flink_out)
     assert len(flink_out) == N_IDS
     assert sorted(r.key for r in flink_out) == sorted(str(i).encode() for i in range(N_IDS))
+
+
+def test_flink_runs_with_the_spark_drivers_heap_and_the_topics_partitions(spark, comparison):
+    """The JVM PyFlink started (its MiniClusters run inside it) has the Spark driver's -Xmx; the jobs' parallelism is
+    the topics' partition count, as is the RTM query's shuffle partition count."""
+    import psutil
+
+    _, _, run = comparison
+    program = psutil.Process(run.pid)
+    (jvm,) = [p for p in program.children(recursive=True) if p.name() == "java"]
+    assert f"-Xmx{driver_memory()}" in jvm.cmdline()
+    assert spark.sparkContext.getConf().get("spark.driver.memory") == driver_memory()
+    command = program.cmdline()
+    assert command[command.index("--parallelism") + 1] == str(PARTITIONS)
+    assert spark.conf.get("spark.sql.shuffle.partitions") == str(PARTITIONS)
 
 
 def test_both_engines_use_the_same_kafka_settings_and_checkpoint_interval():
