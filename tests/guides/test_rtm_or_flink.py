@@ -130,8 +130,8 @@ def test_dedup_writes_each_id_once_on_both(lab, spark, comparison, checkpoint, s
 
 
 def test_flink_runs_with_the_spark_drivers_heap_and_the_topics_partitions(spark, comparison):
-    """The JVM PyFlink started (its MiniClusters run inside it) has the Spark driver's -Xmx; the jobs' parallelism is
-    the topics' partition count, as is the RTM query's shuffle partition count."""
+    """The JVM PyFlink started, where each job gets its own MiniCluster, has the Spark driver's -Xmx; the jobs'
+    parallelism is the topics' partition count, as is the RTM query's shuffle partition count."""
     import psutil
 
     _, _, run = comparison
@@ -141,6 +141,9 @@ def test_flink_runs_with_the_spark_drivers_heap_and_the_topics_partitions(spark,
     assert spark.sparkContext.getConf().get("spark.driver.memory") == driver_memory()
     command = program.cmdline()
     assert command[command.index("--parallelism") + 1] == str(PARTITIONS)
+    # Local execution starts a MiniCluster per submitted job: one per pipeline, all in that one JVM.
+    flink_log = "".join(p.read_text(errors="replace") for p in (run.folder / "log").glob("*.log"))
+    assert flink_log.count("Starting Flink Mini Cluster") == len(rtm_or_flink_spark.PIPELINES)
     assert spark.conf.get("spark.sql.shuffle.partitions") == str(PARTITIONS)
 
 
