@@ -34,6 +34,11 @@ PINNED = {
         ("org.apache.commons", "commons-pool2", "2.13.1"),
     ],
     "postgres-jdbc": [("org.postgresql", "postgresql", "42.7.14")],
+    # Flink's SQL Kafka connector for the engine comparison (rtm_lab.engines.flink): one shaded jar, kafka-clients
+    # inside; the newest release for a PyFlink line on PyPI (see rtm_lab/versions.py).
+    "flink-kafka-connector": [
+        ("org.apache.flink", "flink-sql-connector-kafka", versions.FLINK_KAFKA_CONNECTOR_VERSION)
+    ],
     # Only scripts/version_matrix.py loads these (versions.VERSION_MATRIX_CONNECTORS): the connector and the
     # kafka-clients / commons-pool2 versions its POM names, for the older PySpark lines.
     "spark-kafka-connector-4.1": [

@@ -6,6 +6,7 @@ who ran `python scripts/lab.py up` keeps their services, and CI (nothing running
 
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 import verified_by
@@ -46,6 +47,14 @@ def standalone_cluster(tmp_path_factory) -> Iterator[standalone.Cluster]:
     the master gives its cores back, so the tests do not see each other's executors."""
     with standalone.cluster(workers=2, cores_per_worker=2, work_dir=tmp_path_factory.mktemp("cluster")) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def flink_venv() -> Path:
+    """The pinned PyFlink venv's python (.venv-flink), built on first use and reused while its pins are unchanged."""
+    from rtm_lab.engines import flink
+
+    return flink.ensure_venv(log=lambda line: print(line))
 
 
 @pytest.fixture

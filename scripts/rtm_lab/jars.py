@@ -23,6 +23,8 @@ from rtm_lab.paths import jars_dir
 LOCK_FILE = Path(__file__).with_name("jars.lock.json")
 DEFAULT_MAVEN_URL = "https://repo1.maven.org/maven2"
 GROUPS = ("kafka-broker", "spark-kafka-connector", "postgres-jdbc")
+# Fetched only by what needs them (`ensure(group)`), never by `lab.py setup`: the engine comparison's Flink connector.
+ON_DEMAND_GROUPS = ("flink-kafka-connector",)
 
 
 @dataclass(frozen=True)

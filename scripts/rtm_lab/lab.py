@@ -301,6 +301,10 @@ def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
             state.kafka = Service("kafka", port=recorded.port, extra_port=recorded.extra_port)
             if purge:
                 shutil.rmtree(_kafka_root(), ignore_errors=True)
+        if only is None:
+            from rtm_lab.engines import flink  # the engine comparison's PyFlink programs, if a run left one
+
+            flink.stop_leftovers(log)
         if only is None or "postgres" in only:
             if postgres.server_pid(state_dir()):
                 log("postgres  stopping")

@@ -33,6 +33,11 @@ def keep_on_loopback() -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
 
 
+def driver_memory() -> str:
+    """The Spark driver's heap (`spark.driver.memory`, its -Xmx); the Flink runs of the engine comparison get the same."""
+    return os.environ.get("RTM_DRIVER_MEMORY", "2g")
+
+
 def connector_jars() -> list[Path]:
     return jars.ensure("spark-kafka-connector", quiet=True)
 
@@ -77,7 +82,7 @@ def spark_session(
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", os.environ.get("RTM_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", driver_memory())
         # Python workers must connect back to the JVM within this time; 15 s (the default) can pass on a loaded box.
         .config("spark.python.authenticate.socketTimeout", "120s")
     )

@@ -13,6 +13,15 @@ KAFKA_BROKER_VERSION = "4.3.1"
 SPARK_KAFKA_CONNECTOR_VERSION = "4.2.0"
 KAFKA_CLIENTS_VERSION = "3.9.2"
 JAVA_MIN_MAJOR = 17
+
+# Apache Flink, the engine the "Real-time mode or Flink?" guide compares with (rtm_lab.engines.flink). PyPI has
+# apache-flink 2.3.0, but Maven Central's newest Kafka connector, flink-sql-connector-kafka 5.0.0-2.2, is built for
+# Flink 2.2 (there is none for 2.3 yet): the pair is PyFlink 2.2.1 (the newest 2.2.x) with that connector. The
+# connector shades kafka-clients 4.2.0 (its META-INF/DEPENDENCIES says so; tests/guides/test_rtm_or_flink.py reads it).
+# Every package of the Flink venv is pinned in rtm_lab/engines/flink-requirements.txt.
+FLINK_VERSION = "2.2.1"
+FLINK_KAFKA_CONNECTOR_VERSION = "5.0.0-2.2"
+FLINK_KAFKA_CLIENTS_VERSION = "4.2.0"
 POSTGRES_DEBIAN_PACKAGE = "postgresql"
 
 # The PySpark versions `make test-versions` (scripts/version_matrix.py) runs the quick start, the trigger cases and the

@@ -18,6 +18,11 @@ Conventions on a page (all compatible with tests/docs/test_examples.py and the s
   path under `assets/jvm/`, as the page version saves the Java block.
 - A shell block (`bash`/`sh`) that includes a `snippets/**/*.sh` file, or is marked `{copy="run"}`, is a build step:
   it runs in the folder, in page order, before the Python program (e.g. the JVM writer's `javac` + `jar` recipe).
+- A Python block made only of includes from a PyFlink program (`FLINK_SOURCES`) is PyFlink code, which cannot load
+  beside PySpark (its py4j, pyarrow and pandas pins differ): those blocks, joined in page order, make a second
+  program `page_flink.py` in the same folder, run the same way in the Flink venv (.venv-flink, built from the pins in
+  scripts/rtm_lab/engines/flink-requirements.txt; the page's own `pip install apache-flink==X` line is checked
+  against them by tests/guides/test_rtm_or_flink.py). It must exit 0 too.
 
 Each page opts in or out explicitly in `PLAN` below; a page with code and no entry fails. The tally (pages, blocks
 run, fragments, pages not run and why) is printed at the end of the run.
@@ -62,6 +67,7 @@ PLAN: dict[str, str] = {
     "docs/reference/errors.md": RUN,
     "docs/guides/postgres-sink.md": RUN,
     "docs/guides/ad-attribution.md": RUN,
+    "docs/guides/rtm-or-flink.md": RUN,
     "docs/guides/cluster.md": (
         "a spark-submit application that takes arguments; tests/guides/test_cluster.py submits it to a standalone "
         "cluster with the page's own command"
@@ -96,6 +102,7 @@ SETTINGS = re.compile(r'(\w+)="([^"]*)"')
 NOT_RUN_NOTE = re.compile(r"^\*Not run by the tests: (?P<reason>.*)\.\*$")
 SOURCE_NOTE = re.compile(r"^<!-- source: (?P<specs>.+?) -->$")
 SHELL = {"bash", "sh", "shell", "console"}
+FLINK_SOURCES = ("snippets/guides/rtm_or_flink_flink.py",)
 JVM_SOURCES = "snippets/jvm/"
 SKILL_ASSET = re.compile(r"\]\(\.\./assets/jvm/([^)]+)\)")
 
@@ -127,6 +134,11 @@ class Page:
     @property
     def python(self) -> list[Block]:
         return [b for b in self.blocks if b.language in {"python", "py"}]
+
+
+def is_flink(block: Block) -> bool:
+    """PyFlink code: every include of the block is a region of a PyFlink program."""
+    return bool(block.includes) and all(spec.split(":", 1)[0] in FLINK_SOURCES for spec in block.includes)
 
 
 def _snippet_preprocessor():
@@ -252,7 +264,8 @@ def tally(request):
     reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
     lines = [
         f"copy test: {counts['pages']} pages, {counts['pages_run']} run as programs ({counts['pages_passed']} passed), "
-        f"{counts['blocks_run']} Python blocks run, {counts['fragments']} fragments by design, "
+        f"{counts['blocks_run']} Python blocks run ({counts['flink_blocks_run']} more in the Flink venv), "
+        f"{counts['fragments']} fragments by design, "
         f"{counts['build_steps']} build steps, {counts['files']} files saved, {counts['no_code']} pages without code",
         f"  of the pages that passed, {counts['output_checked']} printed what their Prints block shows; "
         f"{counts['pages_passed'] - counts['output_checked']} show no output (their code defines, then exits 0):",
@@ -291,6 +304,48 @@ def prints_in_order(stdout: str, expected: list[str]) -> str | None:
 
 def tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
+
+
+def run_program(page: Page, program: Path, blocks: list[Block], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Join `blocks` into `program` and run it with the venv of `env`; fail naming the page's block if it exits non-0."""
+    starts = []  # (line in the program, line on the page) of each block, to say which block failed
+    text = ""
+    for block in blocks:
+        starts.append((text.count("\n") + 1, block.line))
+        text += f"# --- {page.name}, block at line {block.line} ---\n{block.code}\n\n"
+    program.write_text(text, encoding="utf-8")
+    result = subprocess.run(
+        [env["VIRTUAL_ENV"] + "/bin/python", program.name],
+        cwd=program.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PAGE_TIMEOUT_S,
+    )
+    if result.returncode != 0:
+        failing = re.findall(rf'File "[^"]*{re.escape(program.name)}", line (\d+)', result.stderr)
+        where = ""
+        if failing:
+            line_no = int(failing[-1])
+            page_line = max((b for b in starts if b[0] <= line_no), default=(0, 0))[1]
+            where = f" ({program.name} line {line_no}, in the block at line {page_line} of the page)"
+        pytest.fail(
+            f"{page.name}: its code exited {result.returncode}{where}; program kept at {program}\n"
+            f"--- stderr (tail) ---\n{tail(result.stderr)}\n--- stdout (tail) ---\n{tail(result.stdout, 15)}",
+            pytrace=False,
+        )
+    return result
+
+
+def flink_env(reader_env: dict[str, str]) -> dict[str, str]:
+    """The reader's environment with the Flink venv in place of the PySpark one (and no Spark configuration)."""
+    from rtm_lab.engines import flink
+
+    venv = flink.ensure_venv(log=print).parent.parent
+    env = {k: v for k, v in reader_env.items() if k != "SPARK_CONF_DIR"}
+    env["VIRTUAL_ENV"] = str(venv)
+    env["PATH"] = f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+    return env
 
 
 @pytest.mark.slow
@@ -342,35 +397,13 @@ def test_page_code_runs_outside_the_repository(path: Path, reader_env, tally, tm
             )
             counts["build_steps"] += 1
 
-    program = folder / "page.py"
-    starts = []  # (line in page.py, line on the page) of each block, to say which block failed
-    text = ""
-    for block in runnable:
-        starts.append((text.count("\n") + 1, block.line))
-        text += f"# --- {page.name}, block at line {block.line} ---\n{block.code}\n\n"
-    program.write_text(text, encoding="utf-8")
     counts["pages_run"] += 1
-    counts["blocks_run"] += len(runnable)
-    result = subprocess.run(
-        [reader_env["VIRTUAL_ENV"] + "/bin/python", program.name],
-        cwd=folder,
-        env=reader_env,
-        capture_output=True,
-        text=True,
-        timeout=PAGE_TIMEOUT_S,
-    )
-    if result.returncode != 0:
-        failing = re.findall(r'File "[^"]*page\.py", line (\d+)', result.stderr)
-        where = ""
-        if failing:
-            line_no = int(failing[-1])
-            page_line = max((b for b in starts if b[0] <= line_no), default=(0, 0))[1]
-            where = f" (page.py line {line_no}, in the block at line {page_line} of the page)"
-        pytest.fail(
-            f"{page.name}: its code exited {result.returncode}{where}; program kept at {program}\n"
-            f"--- stderr (tail) ---\n{tail(result.stderr)}\n--- stdout (tail) ---\n{tail(result.stdout, 15)}",
-            pytrace=False,
-        )
+    flink = [b for b in runnable if is_flink(b)]
+    result = run_program(page, folder / "page.py", [b for b in runnable if not is_flink(b)], reader_env)
+    counts["blocks_run"] += len(runnable) - len(flink)
+    if flink:
+        run_program(page, folder / "page_flink.py", flink, flink_env(reader_env))
+        counts["flink_blocks_run"] += len(flink)
     expected = expected_output(page)
     missing = prints_in_order(result.stdout, expected)
     assert missing is None, (

@@ -26,11 +26,15 @@ def test_jar_lock_matches_the_stated_versions():
     assert by_artifact["kafka-clients"] in (versions.KAFKA_CLIENTS_VERSION, versions.KAFKA_BROKER_VERSION)
     connector = {j.artifact: j.version for j in jars.locked("spark-kafka-connector")}
     assert connector["kafka-clients"] == versions.KAFKA_CLIENTS_VERSION
+    flink = {j.artifact: j.version for j in jars.locked("flink-kafka-connector")}
+    assert flink == {"flink-sql-connector-kafka": versions.FLINK_KAFKA_CONNECTOR_VERSION}
 
 
 def test_the_session_loads_the_locked_connector(spark):
     loaded = spark.sparkContext.getConf().get("spark.jars")
     assert f"spark-sql-kafka-0-10_2.13-{versions.SPARK_KAFKA_CONNECTOR_VERSION}.jar" in loaded
     lock = json.loads(jars.LOCK_FILE.read_text())
-    # The lab's groups, and the older PySpark lines' connectors that only scripts/version_matrix.py loads.
-    assert set(lock["groups"]) == set(jars.GROUPS) | set(versions.VERSION_MATRIX_CONNECTORS.values())
+    # The lab's groups, the ones fetched on demand, and the older PySpark lines' connectors that only
+    # scripts/version_matrix.py loads.
+    expected = set(jars.GROUPS) | set(jars.ON_DEMAND_GROUPS) | set(versions.VERSION_MATRIX_CONNECTORS.values())
+    assert set(lock["groups"]) == expected
