@@ -69,8 +69,8 @@ def test_the_guides_memory_sink_is_the_continuous_one(spark):
 @pytest.mark.slow
 def test_python_transform_with_state_is_not_on_the_allowlist(spark):
     """The allowlist names the JVM TransformWithStateExec and no Python operator: by it a Python transformWithState
-    would be refused at start(), as other operators off the list are. It is not: start() accepts the query, which
-    then fails at run time with STDS_FAILED_TO_READ_OPERATOR_METADATA (tests/reference/test_transform_with_state.py)."""
+    would be refused with OPERATOR_OR_SINK_NOT_IN_ALLOWLIST. It is not: start() accepts the query, which then fails
+    at run time with STDS_FAILED_TO_READ_OPERATOR_METADATA (tests/reference/test_transform_with_state.py)."""
     operators = real_time_allowlist(spark, "allowedOperators")
     assert any(name.endswith(".TransformWithStateExec") for name in operators), operators
     assert not any("PySpark" in name or "Python" in name for name in operators), operators

@@ -566,3 +566,20 @@ def test_the_packaged_skill_loads_as_is(tmp_path):
     for path in sorted(folder.rglob("*.md")):
         problems += link_problems(path, path.read_text(), folder)
     assert problems == []
+
+
+def test_skill_names_every_machine_its_results_were_measured_on(tmp_path):
+    """SKILL.md's sentence on where figures come from is rendered from the results files' machine records: two
+    machines recorded, two named (with the results each measured); one recorded, one named."""
+    from skillgen.answers import machines_answer
+
+    def record(name: str, cpu: str) -> None:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"machine": {"cores": 2, "cpu_model": cpu}}))
+
+    record("latency", "AMD EPYC")
+    record("sink", "AMD EPYC")
+    assert machines_answer(tmp_path) == "one 2-core machine (AMD EPYC)"
+    record("sink-5s", "Intel Xeon")
+    assert machines_answer(tmp_path) == "two 2-core machines (AMD EPYC; Intel Xeon for sink-5s)"
+    skill = (Path(__file__).resolve().parents[2] / "skills" / "spark-real-time-mode" / "SKILL.md").read_text()
+    assert machines_answer() in skill
