@@ -90,7 +90,7 @@ def gc_summary(pauses: list[list[float]], wall_start_ms: float, wall_end_ms: flo
     """Pauses during the measured production window: how many, their total and the longest."""
     inside = [ms for start, ms in pauses if wall_start_ms <= start <= wall_end_ms]
     return {
-        "gc_pauses": len(inside),
+        "gc_pause_count": len(inside),
         "gc_pause_total_ms": round(sum(inside), 1),
         "gc_pause_max_ms": round(max(inside), 1) if inside else 0.0,
     }

@@ -18,7 +18,7 @@ def test_gc_log_pauses_are_placed_on_the_wall_clock():
     # A pause line is written when the pause ends: the 12.5 ms pause logged at uptime 2.5 s began at 2487.5 ms.
     assert gc_pauses(G1_LOG, jvm_start_ms=1_000_000) == [[1_002_487.5, 12.5], [1_008_998.0, 2.0]]
     summary = gc_summary(gc_pauses(G1_LOG, 1_000_000), 1_000_000, 1_005_000)
-    assert summary == {"gc_pauses": 1, "gc_pause_total_ms": 12.5, "gc_pause_max_ms": 12.5}
+    assert summary == {"gc_pause_count": 1, "gc_pause_total_ms": 12.5, "gc_pause_max_ms": 12.5}
 
 
 def test_slow_records_are_set_against_gc_pauses_and_generator_lag_or_left_unattributed():
