@@ -207,7 +207,8 @@ def markdown(result: dict) -> str:
                 f"Python processor in micro-batch (500 ms) p50 / JVM processor in real-time mode p50: **{r:,.0f}x**{of}.",
             ]
         for mode, m in modes.items():
-            line = None if m.get("error") else tail_line(mode, m, labels.get(mode, mode).capitalize())
+            label = labels.get(mode, mode)
+            line = None if m.get("error") else tail_line(mode, m, label[:1].upper() + label[1:])
             if line:
                 lines += ["", line]
         overrun = batch_overrun_ms(modes.get("realtime", {}), result["settings"]["rtm_interval"])
