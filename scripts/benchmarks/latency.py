@@ -358,9 +358,8 @@ def run_mode(
         if gc_log:
             jvm_start_ms = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime()
             pauses = [p for p in tail_sources.read_gc_pauses(gc_log, jvm_start_ms) if p[0] >= wall_start_ms]
-            result.update(
-                gc_log=gc_log, gc_pauses=pauses, **tail_sources.gc_summary(pauses, wall_start_ms, wall_end_ms)
-            )
+            summary = tail_sources.gc_summary(pauses, wall_start_ms, wall_end_ms)
+            result.update(gc_log=Path(gc_log).name, gc_pauses=pauses, **summary)
         result["generator_lag_ms"] = lag_timeline
         if result.get("p99_ms") is not None:
             result["tail"] = tail_sources.attribute_tail(
@@ -654,6 +653,8 @@ def main(args: argparse.Namespace, command: str) -> int:
             repeat=args.repeat or 1,
             gc_log_dir=gc_log_dir,
         )
+        # Each run's pauses are in the results; the raw GC logs (named in each run's gc_log) only if kept.
+        result["gc_log_dir"] = args.gc_log_dir or "not kept"
         result.update(record.record())
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
