@@ -153,10 +153,11 @@ def other_writer_line(writer: str, rate: float) -> str:
         path = PROJECT_ROOT / name
         if not path.is_file():
             continue
-        runs = [r for r in json.loads(path.read_text())["runs"] if r["scenario"]["writer"] == other]
+        result = json.loads(path.read_text())
+        runs = [r for r in result["runs"] if r["scenario"]["writer"] == other]
         if runs:
             run = min(runs, key=lambda r: (abs(r["asked_rate"] - rate), r["scenario"]["dedup"]))
-            interval = run["scenario"].get("interval", "5 seconds")
+            interval = bench_sink.run_interval(result, run)  # as recorded: "not recorded" if the run did not say
             return (
                 f'the {other} writer, measured by the sink benchmark ({run["name"]}, realTime="{interval}"): '
                 f"E2E p50 {run['e2e_p50_ms']:.0f} ms, p95 {run['e2e_p95_ms']:.0f} ms ({name})"

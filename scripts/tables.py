@@ -9,6 +9,7 @@
   python scripts/tables.py latency-sweep-headline the front page's headline sentence, from the interval sweep's JSON
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings   likewise, from their JSON
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
+  python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
 
 The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
@@ -77,6 +78,15 @@ def _from_json(json_name: str, module: str, function: str = "markdown") -> Calla
     return render
 
 
+def _stall_5s(results: Path) -> str:
+    """The one stall figure for the 5 s boundary, from the sweep's JSON (and the settings run's, named apart)."""
+    from benchmarks.sweep_report import stall_sentence
+
+    return stall_sentence(*(json.loads((results / name).read_text()) for name in STALL_SOURCES))
+
+
+STALL_SOURCES = ("latency-sweep.json", "boundary-settings.json")
+
 TABLES = {
     "support-matrix": Table("support-matrix.md", _support_matrix),
     "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", "probes.readiness")),
@@ -98,6 +108,7 @@ TABLES = {
     "boundary-settings": Table(
         "boundary-settings.md", _from_json("boundary-settings.json", "benchmarks.boundary_settings")
     ),
+    "stall-5s": Table("stall-5s.md", _stall_5s),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "probes.version_cases")),
 }
 

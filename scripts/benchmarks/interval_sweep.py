@@ -42,8 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeat",
         type=cli.positive_int,
-        help="interval sweep: run every row this many times and report the median and the spread (min-max); "
-        "giving it, or --rtm-interval more than once, runs the sweep",
+        help="run every row this many times and report the median and the spread (min-max); giving it, or "
+        "--rtm-interval more than once, runs the interval sweep (with --pipeline ad_attribution and one interval: the "
+        "ad pipeline's rows, every mode at every rate)",
     )
     parser.add_argument(
         "--max-seconds",
@@ -54,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def wanted(args: argparse.Namespace) -> bool:
-    return len(args.rtm_interval or []) > 1 or args.repeat is not None
+    """The sweep runs for several intervals, or for --repeat on the passthrough pipeline. With --pipeline
+    ad_attribution and one interval, --repeat repeats the ad pipeline's rows instead (benchmarks.latency.run)."""
+    repeat_rows = args.repeat is not None and getattr(args, "pipeline", "passthrough") == "ad_attribution"
+    return len(args.rtm_interval or []) > 1 or (args.repeat is not None and not repeat_rows)
 
 
 def _finite_positive(value: float) -> bool:

@@ -255,7 +255,9 @@ def run_mode(
     trace: str | None = None,
     observe: bool = False,
     spark_conf: dict | None = None,
+    gc_log: str | None = None,
 ) -> dict:
+    from benchmarks import tail_sources
     from rtm_lab import latency, loadgen, topics
     from rtm_lab.spark import spark_session
 
@@ -264,6 +266,9 @@ def run_mode(
     source = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-in"), PARTITIONS, LOG_APPEND_TIME)
     sink = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-out"), PARTITIONS, LOG_APPEND_TIME)
     conf = {**pipeline.conf, **(spark_conf or {})}
+    if gc_log:  # local mode: the executors run in the driver's JVM, so its GC log covers every task
+        driver_opts = "spark.driver.extraJavaOptions"
+        conf[driver_opts] = " ".join(filter(None, [conf.get(driver_opts), tail_sources.gc_log_option(gc_log)]))
     if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
         from benchmarks import spark_ui
 
@@ -287,12 +292,20 @@ def run_mode(
         say(f"priming events delivered after {first:.1f}s; producing {rate:.0f} events/s for {seconds:.0f}s")
         slots = slot_need(query)
         state_track: list = []
+        lag_timeline: list = []  # [ms since production began, ms the generator was behind its schedule]
         wall_t0 = time.time()
         holder: dict = {}
         producer = threading.Thread(
             target=lambda: holder.update(
                 stats=loadgen.produce_at_rate(
-                    bootstrap, source, rate, seconds, event=pipeline.event, key_field=pipeline.key_field
+                    bootstrap,
+                    source,
+                    rate,
+                    seconds,
+                    event=pipeline.event,
+                    key_field=pipeline.key_field,
+                    progress=tail_sources.lag_sampler(rate, wall_t0 * 1000, lag_timeline),
+                    progress_every_s=0.25,
                 )
             ),
             daemon=True,
@@ -319,7 +332,8 @@ def run_mode(
             raise RuntimeError(f"the query failed: {query.exception()}")
         warmup_ids = int(rate * warmup)
         measured = [(event_id, ms) for event_id, ms in reader.samples if event_id >= 0]
-        steady = [ms for event_id, ms in measured if event_id >= warmup_ids]
+        steady_samples = [(event_id, ms) for event_id, ms in measured if event_id >= warmup_ids]
+        steady = [ms for _, ms in steady_samples]
         result = latency.summarize(steady)
         result.update(
             missing=expected - delivered(),
@@ -338,6 +352,20 @@ def run_mode(
             slots=pipeline.slots,
             slots_needed=slots,
         )
+        # What the tail is made of, as far as the machine can tell: GC pauses (with --gc-log) and generator lag.
+        wall_start_ms, wall_end_ms = wall_t0 * 1000, wall_t0 * 1000 + seconds * 1000
+        pauses = []
+        if gc_log:
+            jvm_start_ms = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime()
+            pauses = [p for p in tail_sources.read_gc_pauses(gc_log, jvm_start_ms) if p[0] >= wall_start_ms]
+            summary = tail_sources.gc_summary(pauses, wall_start_ms, wall_end_ms)
+            result.update(gc_log=Path(gc_log).name, gc_pauses=pauses, **summary)
+        result["generator_lag_ms"] = lag_timeline
+        if result.get("p99_ms") is not None:
+            result["tail"] = tail_sources.attribute_tail(
+                steady_samples, rate, wall_start_ms, result["p99_ms"], pauses, lag_timeline
+            )
+            result["tail"]["gc_logged"] = bool(gc_log)
         if pipeline.name == "ad_attribution":
             result.update(
                 window_ms=AD_WINDOW_MS,
@@ -388,6 +416,7 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session"
     )
+    parser.add_argument("--gc-log", help="write the Spark JVM's GC log here and record its pauses in the result")
     args = parser.parse_args(argv)
     cfg = settings(args.rtm_interval, args.fetch_wait_ms, args.pipeline)
     spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
@@ -401,6 +430,7 @@ def child_main(argv: list[str] | None = None) -> int:
         args.trace,
         args.observe_boundaries,
         spark_conf,
+        args.gc_log,
     )
     Path(args.out).write_text(json.dumps(result))
     return 0
@@ -410,7 +440,15 @@ def child_main(argv: list[str] | None = None) -> int:
 
 
 def run_child(
-    mode: str, bootstrap: str, rate: float, seconds: float, warmup: float, cfg: dict, trace_dir, extra: tuple = ()
+    mode: str,
+    bootstrap: str,
+    rate: float,
+    seconds: float,
+    warmup: float,
+    cfg: dict,
+    trace_dir,
+    extra: tuple = (),
+    gc_log: str | None = None,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-lat-") as tmp:
         out = Path(tmp) / "result.json"
@@ -426,6 +464,8 @@ def run_child(
         ]
         if trace_dir:
             cmd += ["--trace", str(Path(trace_dir) / f"{mode}-{rate:.0f}.csv")]
+        if gc_log:
+            cmd += ["--gc-log", gc_log]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         tail: list[str] = []
@@ -443,6 +483,33 @@ def run_child(
         return json.loads(out.read_text())
 
 
+# Figures a repeated row gives as median and range over its runs (the interval sweep's FIGURES, plus the tail's causes).
+REPEAT_FIGURES = ("p50_ms", "p95_ms", "p99_ms", "p99.9_ms", "max_ms", "missing", "gc_pause_max_ms")
+# Kept for the representative run only (the one whose p99 is nearest the median): the others keep their figures.
+BULKY = ("quantiles_ms", "batches")
+
+
+def combine_repeats(results: list[dict]) -> dict:
+    """One mode's row from its repeated runs: the representative run's fields, `figures` (median, min, max and the
+    values of each REPEAT_FIGURES over the runs) and `repeats` (every run, without the bulky fields)."""
+    if len(results) == 1:
+        return results[0]
+    if any(r.get("error") for r in results):
+        return next(r for r in results if r.get("error"))
+    figures = {name: interval_sweep.spread([r.get(name) for r in results]) for name in REPEAT_FIGURES}
+    figures["producer_behind_max_ms"] = interval_sweep.spread(
+        [round(r["producer_behind_max_s"] * 1000, 1) if "producer_behind_max_s" in r else None for r in results]
+    )
+    p99 = figures["p99_ms"]["median"] or 0
+    rep = min(range(len(results)), key=lambda i: abs((results[i].get("p99_ms") or 0) - p99))
+    return {
+        **results[rep],
+        "figures": figures,
+        "representative_repeat": rep,
+        "repeats": [{k: v for k, v in r.items() if k not in BULKY} for r in results],
+    }
+
+
 def run(
     bootstrap: str,
     rates: list[float],
@@ -451,17 +518,24 @@ def run(
     modes: tuple[str, ...] = MODES,
     cfg: dict | None = None,
     trace_dir: str | None = None,
+    repeat: int = 1,
+    gc_log_dir: str | None = None,
 ) -> dict:
+    """Every mode at every rate, `repeat` times: the modes of one repeat follow each other, so a load change on the
+    machine spreads over the modes instead of hitting one."""
     cfg = cfg or settings()
     runs = []
-    total, done = len(rates) * len(modes), 0
+    total, done = len(rates) * len(modes) * repeat, 0
     for rate in rates:
-        results = {}
-        for mode in modes:
-            done += 1
-            print(f"({done}/{total}) {mode} at {rate:.0f} events/s for {seconds:.0f}s ...", flush=True)
-            results[mode] = run_child(mode, bootstrap, rate, seconds, warmup, cfg, trace_dir)
-        runs.append({"rate": rate, "modes": results})
+        gathered: dict[str, list] = {mode: [] for mode in modes}
+        for i in range(repeat):
+            for mode in modes:
+                done += 1
+                which = f" (repeat {i + 1} of {repeat})" if repeat > 1 else ""
+                print(f"({done}/{total}) {mode} at {rate:.0f} events/s for {seconds:.0f}s{which} ...", flush=True)
+                gc_log = str(Path(gc_log_dir) / f"{rate:.0f}-{mode}-{i}.gc.log") if gc_log_dir else None
+                gathered[mode].append(run_child(mode, bootstrap, rate, seconds, warmup, cfg, trace_dir, gc_log=gc_log))
+        runs.append({"rate": rate, "modes": {mode: combine_repeats(gathered[mode]) for mode in modes}})
     return {
         "benchmark": "latency",
         "pipeline": cfg["pipeline"],
@@ -470,6 +544,7 @@ def run(
         "runs": runs,
         "seconds": seconds,
         "warmup_s": warmup,
+        "repeat": repeat,
         "triggers": {m: TRIGGERS[m].format(rtm_interval=cfg["rtm_interval"]) for m in modes},
         "settings": cfg,
     }
@@ -528,6 +603,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--plot", type=Path, help="also write a latency CDF plot (PNG) here")
     parser.add_argument("--trace-dir", help="also write every record's latency per mode (CSV) into this folder")
+    parser.add_argument(
+        "--gc-log-dir",
+        help="keep each run's Spark JVM GC log in this folder (default: a temporary folder; the pauses are recorded "
+        "in the results either way)",
+    )
 
 
 def main(args: argparse.Namespace, command: str) -> int:
@@ -557,6 +637,8 @@ def main(args: argparse.Namespace, command: str) -> int:
     if services is None:
         return 2
     state, started = services
+    gc_log_dir = args.gc_log_dir or tempfile.mkdtemp(prefix="bench-lat-gc-")
+    Path(gc_log_dir).mkdir(parents=True, exist_ok=True)
     try:
         result = run(
             state.kafka_bootstrap,
@@ -568,13 +650,19 @@ def main(args: argparse.Namespace, command: str) -> int:
                 (args.rtm_interval or [AD_RTM_INTERVAL if ad else RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline
             ),
             args.trace_dir,
+            repeat=args.repeat or 1,
+            gc_log_dir=gc_log_dir,
         )
+        # Each run's pauses are in the results; the raw GC logs (named in each run's gc_log) only if kept.
+        result["gc_log_dir"] = args.gc_log_dir or "not kept"
         result.update(record.record())
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
         run_record.lab_down(started)
+        if not args.gc_log_dir:
+            shutil.rmtree(gc_log_dir, ignore_errors=True)  # the pauses are in the results; the raw logs were scratch
     md = latency_report.write(result, args.json, args.plot)
     print(latency_report.markdown(result))
     print(f"wrote {args.json}, {md}" + (f", {args.plot}" if args.plot else ""))

@@ -63,9 +63,53 @@ def _ms(value) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
 
 
+def figure(m: dict, name: str):
+    """A mode's figure: the median over its repeats when it was repeated, else its one run's value."""
+    if "figures" in m and name in m["figures"]:
+        return m["figures"][name]["median"]
+    return m.get(name)
+
+
+def spread_cell(m: dict, name: str) -> str:
+    """The median with the range over the repeats in brackets (when they differ), or the one run's value."""
+    fig = m.get("figures", {}).get(name)
+    if fig is None:
+        return _ms(m.get(name))
+    if fig["median"] is None or fig["min"] == fig["max"]:
+        return _ms(fig["median"])
+    return f"{_ms(fig['median'])} ({_ms(fig['min'])}–{_ms(fig['max'])})"
+
+
+def repeats(modes: dict) -> int:
+    return max((len(m.get("repeats", [])) for m in modes.values()), default=0) or 1
+
+
+def tail_line(mode: str, m: dict, label: str) -> str | None:
+    """What a mode's slowest records (above each run's p99) were set against, summed over its runs."""
+    runs = m.get("repeats") or [m]
+    tails = [r["tail"] for r in runs if r.get("tail")]
+    if not tails or not all(t.get("gc_logged") for t in tails):
+        return None
+    total = sum(t["records"] for t in tails)
+    gc, lag = (
+        sum(t["in_flight_during_gc_pause"] for t in tails),
+        sum(t["produced_while_generator_lagged"] for t in tails),
+    )
+    neither = sum(t["not_attributed"] for t in tails)
+    pauses = [r.get("gc_pause_max_ms") for r in runs if r.get("gc_pause_max_ms") is not None]
+    lags = [round(r["producer_behind_max_s"] * 1000) for r in runs if "producer_behind_max_s" in r]
+    return (
+        f"{label}: of the {total:,} records above each run's p99 ({len(tails)} run(s)), {gc:,} were in flight during a "
+        f"GC pause of the Spark JVM (longest pause per run: {', '.join(f'{p:,.0f}' for p in pauses)} ms), {lag:,} "
+        f"were produced while the generator ran behind its schedule (worst lag per run: "
+        f"{', '.join(f'{v:,}' for v in lags)} ms), and {neither:,} match neither: not attributed."
+    )
+
+
 def ratio(modes: dict, slow: str = "microbatch_500ms", fast: str = "realtime") -> float | None:
-    """p50 of `slow` over p50 of `fast`; a median under the broker stamps' 1 ms resolution counts as 1 ms."""
-    a, b = modes.get(slow, {}).get("p50_ms"), modes.get(fast, {}).get("p50_ms")
+    """p50 of `slow` over p50 of `fast` (medians over repeats); a median under the broker stamps' 1 ms resolution
+    counts as 1 ms."""
+    a, b = figure(modes.get(slow, {}), "p50_ms"), figure(modes.get(fast, {}), "p50_ms")
     if a is None or b is None:
         return None
     return a / max(b, 1.0)
@@ -128,8 +172,12 @@ def markdown(result: dict) -> str:
     ]
     for run in result["runs"]:
         rate, modes = run["rate"], run["modes"]
+        n = repeats(modes)
+        each = (
+            f"{n} runs per mode, the median with the range over the runs in brackets" if n > 1 else "one run per mode"
+        )
         lines += [
-            f"**{rate:,.0f} events/s**, {result['seconds']:.0f} s per mode, first {result['warmup_s']:.0f} s "
+            f"**{rate:,.0f} events/s**, {result['seconds']:.0f} s per mode, {each}; first {result['warmup_s']:.0f} s "
             "of events left out of the percentiles (end-to-end, Kafka in -> Kafka out, broker LogAppendTime stamps)",
             "",
         ]
@@ -139,23 +187,30 @@ def markdown(result: dict) -> str:
             if m.get("error"):
                 rows.append([label, f"query failed: `{m['error']}`", "", "", "", "", ""])
                 continue
+            measured = f"{m.get('n', 0):,}" if n == 1 else f"{sum(r.get('n', 0) for r in m.get('repeats', [m])):,}"
+            missing = m.get("missing", "-") if n == 1 else max(r.get("missing") or 0 for r in m.get("repeats", [m]))
             rows.append(
-                [label, f"{m.get('n', 0):,}", m.get("missing", "-")]
-                + [_ms(m.get(key)) for key in ("p50_ms", "p95_ms", "p99_ms", "max_ms")]
+                [label, measured, missing] + [spread_cell(m, key) for key in ("p50_ms", "p95_ms", "p99_ms", "max_ms")]
             )
         lines.append(markdown_table(TABLE_HEADER, rows, TABLE_ALIGN).rstrip("\n"))
+        of = f" (medians of {n} runs each)" if n > 1 else ""
         r = ratio(modes)
         if r is not None:
             which = "JVM processor: m" if ad else "M"
             floor = " (the real-time p50 is under the stamps' 1 ms resolution and counts as 1 ms)"
-            below = modes.get("realtime", {}).get("p50_ms", 1.0) < 1.0
-            lines += ["", f"{which}icro-batch (500 ms) p50 / real-time p50: **{r:,.0f}x**{floor if below else ''}."]
+            below = (figure(modes.get("realtime", {}), "p50_ms") or 1.0) < 1.0
+            lines += ["", f"{which}icro-batch (500 ms) p50 / real-time p50: **{r:,.0f}x**{of}{floor if below else ''}."]
         r = ratio(modes, slow="microbatch_500ms_python")
         if r is not None:
             lines += [
                 "",
-                f"Python processor in micro-batch (500 ms) p50 / JVM processor in real-time mode p50: **{r:,.0f}x**.",
+                f"Python processor in micro-batch (500 ms) p50 / JVM processor in real-time mode p50: **{r:,.0f}x**{of}.",
             ]
+        for mode, m in modes.items():
+            label = labels.get(mode, mode)
+            line = None if m.get("error") else tail_line(mode, m, label[:1].upper() + label[1:])
+            if line:
+                lines += ["", line]
         overrun = batch_overrun_ms(modes.get("realtime", {}), result["settings"]["rtm_interval"])
         if overrun is not None:
             lines += [

@@ -32,11 +32,12 @@ import psycopg2
 from psycopg2 import sql
 from pyspark.errors import StreamingQueryException
 
+from benchmarks.run_record import SHUFFLE_WAIT_CONF, setting, spark_settings
 from rtm_lab import cli, jvm, lab, latency, loadgen, machine, plans, sink_check, topics, warmup
 from rtm_lab.errors import LabError
 from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import WaitTimeout, wait_until
-from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL, SESSION_CONF, start_pipeline
+from snippets.guides.kafka_to_postgres import FETCH_MAX_WAIT_MS, REAL_TIME_INTERVAL, SESSION_CONF, start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
@@ -332,8 +333,7 @@ def _md_table(result: dict, columns: list[tuple[str, str]]) -> list[str]:
     for run in result["runs"]:
         cells = []
         for key, _ in columns:
-            # Runs recorded before the interval was a setting ran at the then-fixed 5 seconds.
-            value = run["scenario"].get("interval", "5 seconds") if key == "interval" else run.get(key)
+            value = run_interval(result, run) if key == "interval" else run.get(key)
             if isinstance(value, bool):
                 cells.append("yes" if value else "no")
             elif isinstance(value, float):
@@ -346,11 +346,25 @@ def _md_table(result: dict, columns: list[tuple[str, str]]) -> list[str]:
     return lines
 
 
-def _session_slots(result: dict) -> int:
-    """The slots of the one session main() ran every scenario in: what it recorded, or what it computed then."""
-    if "spark_master" in result:
-        return int(result["spark_master"].removeprefix("local[").removesuffix("]"))
-    return max(slots_for(r["scenario"]["partitions"], r["scenario"]["dedup"]) for r in result["runs"])
+def run_interval(result: dict, run: dict) -> str:
+    """The real-time interval a run used, as its results file has it (never today's default)."""
+    return run["scenario"].get("interval") or setting(result, "real_time_interval")
+
+
+def _master(result: dict) -> str:
+    return result.get("spark_master") or setting(result, "spark_master")
+
+
+def _shuffle_wait(result: dict) -> str:
+    recorded = result.get("session_conf", {}).get(SHUFFLE_WAIT_CONF)
+    if recorded is not None:
+        return f"{recorded} ms"
+    value = setting(result, "streaming_shuffle_wait_ms")
+    return value
+
+
+def _fetch_wait(result: dict) -> str:
+    return setting(result, "kafka_fetch_max_wait_ms", unit=" ms")
 
 
 def markdown(result: dict) -> str:
@@ -369,14 +383,21 @@ def markdown(result: dict) -> str:
         f"{result['versions'].get('spark_kafka_connector', '?')}, Postgres {result['postgres_version']}, "
         f"sink flush at {result['runs'][0]['scenario']['max_rows']} rows or {DEFAULT_DWELL_MS} ms (another dwell is in "
         "the run's name); "
-        f"one Spark session for every run, `local[{_session_slots(result)}]` (the most any run needs: Kafka "
-        "partitions, x2 with dedup)"
-        + "".join(f", `{k}={v}`" for k, v in result.get("session_conf", {}).items())
+        f"one Spark session for every run, master `{_master(result)}` (sized for the largest scenario: Kafka "
+        f"partitions, x2 with dedup); Kafka fetch wait (`kafka.fetch.max.wait.ms`) {_fetch_wait(result)}, "
+        f"streaming shuffle wait {_shuffle_wait(result)}"
+        + "".join(f", `{k}={v}`" for k, v in result.get("session_conf", {}).items() if k != SHUFFLE_WAIT_CONF)
+        + _recovered_note(result)
         + ". Writers: "
         + "; ".join(f"{k} = {v}" for k, v in WRITERS.items())
         + ".",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _recovered_note(result: dict) -> str:
+    recovered = result.get("recovered")
+    return f"; values marked (recovered) were {recovered['how']}, see the results file" if recovered else ""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -487,7 +508,9 @@ def main(args: argparse.Namespace, command: str) -> int:
             "versions": machine.pinned_versions(),
             "postgres_version": _postgres_version(state.postgres_dsn),
             "session_conf": {k: v for k, v in conf.items() if k != "spark.jars"},
-            "spark_master": f"local[{slots}]",  # one session, sized for the largest scenario, ran every scenario
+            "spark_master": spark.sparkContext.master,  # one session, sized for the largest scenario, ran them all
+            # Every setting the figures depend on, from the run itself: a table never fills them from defaults.
+            "settings": spark_settings(spark, kafka_fetch_max_wait_ms=FETCH_MAX_WAIT_MS),
             # Other processes on the machine skew every figure; the load shows whether the run had it to itself.
             "load_average_1m": {"start": load_at_start, "end": round(os.getloadavg()[0], 2)},
             "runs": runs,

@@ -8,7 +8,7 @@ from pathlib import Path
 from benchmarks import latency_report
 from benchmarks.boundaries import MOMENTS, WINDOW_AFTER_MS, WINDOW_BEFORE_MS
 from benchmarks.latency_report import COLORS, MODE_LABELS, PIPELINE_LABELS
-from rtm_lab.generated import markdown_table
+from rtm_lab.generated import generated_note, markdown_table
 from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL as RECOMMENDED_INTERVAL
 
 # Two tables that fit a page: the latency of every row, then what the real-time rows' batch boundaries cost. Rows
@@ -363,3 +363,24 @@ def write(result: dict, json_path: Path, plot_path: Path | None) -> Path:
     md = latency_report.write(result, json_path, plot_path, render=markdown, draw=draw)
     json_path.with_name(f"{json_path.stem}-headline.md").write_text(headline_markdown(result))
     return md
+
+
+STALL_KEY = "realtime 5 seconds"
+
+
+def stall_sentence(sweep: dict, settings: dict) -> str:
+    """The one figure the pages and the skill give for the stall at a 5-second boundary: the interval sweep's (three
+    repeats), with its run; the settings table's defaults row (another run) named as such, so two figures for one
+    thing never appear without their runs."""
+    row = next(r for r in sweep["rows"] if r["key"] == STALL_KEY)
+    stall = row["figures"]["stall_median_ms"]
+    runs = len(stall["values"])
+    defaults = next(r for r in settings["rows"] if r["key"] == "defaults")["figures"]["stall_median_ms"]
+    return (
+        f"{generated_note('python scripts/tables.py stall-5s')}\n\n"
+        f'At `realTime="5 seconds"` a batch boundary stalls the stream for **{_ms(stall["median"])} ms**: the median '
+        f"stall of {runs} runs ({_ms(stall['min'])}–{_ms(stall['max'])} ms), interval sweep run at "
+        f"{sweep['timestamp']} ({sweep['machine']['cores']} cores, {sweep['machine']['cpu_model']}). The settings "
+        f"run at {settings['timestamp']} measured {_ms(defaults['median'])} ms for its defaults row: another run, for "
+        "comparing settings within it.\n"
+    )

@@ -8,7 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
-from snippets.guides.kafka_to_postgres import start_pipeline
+from snippets.guides.kafka_to_postgres import SESSION_CONF, start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig
 
 # The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
@@ -24,7 +24,11 @@ def _append(path: str, line: str) -> None:
 class FailOnceSink(PostgresSink):
     """Raises in process() on the first row whose key is `poison_key`, once per marker file: the retried task (or
     a restarted query) then goes through. Every open() is logged to `<marker>.opens` as `partition epoch attempt`
-    (Spark's TaskContext), so a test can tell a task retry (same epoch, attempt 1) from a restarted batch."""
+    (Spark's TaskContext), so a test can tell a task retry (same epoch, attempt 1) from a restarted batch; every
+    close() to `<marker>.closes` as `run partition epoch attempt rows_seen error_type` (run: which start of the query,
+    0 first, 1 after one restart), so a test can count the rows a failure made Spark send again."""
+
+    run = 0  # set before each start(): Spark pickles the writer then
 
     def __init__(self, config, poison_key: int, marker: str):
         super().__init__(config)
@@ -34,15 +38,24 @@ class FailOnceSink(PostgresSink):
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        attempt = context.attemptNumber() if context is not None else -1
-        _append(self.marker + ".opens", f"{partition_id} {epoch_id} {attempt}")
+        self.attempt = context.attemptNumber() if context is not None else -1
+        self.seen = 0
+        _append(self.marker + ".opens", f"{partition_id} {epoch_id} {self.attempt}")
         return super().open(partition_id, epoch_id)
 
     def process(self, row) -> None:
+        self.seen += 1
         if row["id"] == self.poison_key and not os.path.exists(self.marker):
             Path(self.marker).write_text(f"failed partition {self.partition_id} epoch {self.epoch_id}\n")
             raise RuntimeError(f"injected failure at key {self.poison_key}")
         super().process(row)
+
+    def close(self, error) -> None:
+        _append(
+            self.marker + ".closes",
+            f"{self.run} {self.partition_id} {self.epoch_id} {self.attempt} {self.seen} {type(error).__name__}",
+        )
+        super().close(error)
 
 
 class RecordingSink(PostgresSink):
@@ -90,7 +103,11 @@ class RecordingSink(PostgresSink):
 
 
 def main() -> None:
-    """Run the pipeline with a FailOnceSink until the table holds --rows rows; exits 0 when it did."""
+    """Run the pipeline with a FailOnceSink until the table holds --rows rows; exits 0 when the query had no error.
+
+    With --restarts N a query that fails is started again from its checkpoint, up to N times (what a supervisor or
+    an on-call engineer does); each failure's first line is printed as `query_error[i]=...`, and the exit code is 0
+    only when the last query had no error."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     for name in ("--bootstrap", "--topic", "--dsn", "--schema", "--checkpoint", "--marker"):
         parser.add_argument(name, required=True)
@@ -98,6 +115,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, required=True)
     parser.add_argument("--dead-letters", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=90)
+    parser.add_argument("--dedup", action="store_true", help="dropDuplicates before the writer (a shuffle)")
+    parser.add_argument("--restarts", type=int, default=0, help="restart a failed query from its checkpoint")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark conf; repeatable")
     args = parser.parse_args()
     confs = dict(item.split("=", 1) for item in args.conf)
@@ -105,17 +124,39 @@ def main() -> None:
     from rtm_lab import sink_check
     from rtm_lab.spark import spark_session
 
-    spark = spark_session("rtm-fault", conf=confs)
+    # With dedup, the page's session settings for the streaming shuffle (a 5 ms wait, a buffer that holds a dead letter).
+    spark = spark_session("rtm-fault", conf={**(SESSION_CONF if args.dedup else {}), **confs})
     config = SinkConfig(dsn=args.dsn, schema=args.schema, table="events", max_rows=200, max_dwell_ms=50)
     sink = FailOnceSink(config, args.poison_key, args.marker)
-    query = start_pipeline(spark, args.bootstrap, args.topic, sink, args.checkpoint, real_time=TEST_INTERVAL)
-    found = sink_check.wait_for(
-        args.dsn, args.schema, "events", args.rows, args.dead_letters, timeout_s=args.timeout, query=query
-    )
-    error = query.exception()
-    query.stop()
-    print(f"rows={found.rows} dead_letters={found.dead_letters} query_error={error}", flush=True)
+    failures = 0
+    while True:
+        sink.run = failures
+        query = start_pipeline(
+            spark, args.bootstrap, args.topic, sink, args.checkpoint, dedup=args.dedup, real_time=TEST_INTERVAL
+        )
+        # Returns when the rows are there, the time is up, or the query failed.
+        found = sink_check.wait_for(
+            args.dsn, args.schema, "events", args.rows, args.dead_letters, timeout_s=args.timeout, query=query
+        )
+        error = query.exception()
+        query.stop()
+        if error is None or failures >= args.restarts:
+            break
+        print(f"query_error[{failures}]={_first_line(error)}", flush=True)
+        # Spark's own account of the failure: which task, how many attempts it was allowed.
+        print(f"stage_failure[{failures}]={_stage_failure(error)}", flush=True)
+        failures += 1
+    print(f"rows={found.rows} dead_letters={found.dead_letters} restarts={failures} query_error={error}", flush=True)
     raise SystemExit(0 if error is None else 3)
+
+
+def _stage_failure(error) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if "Job aborted due to stage failure" in line]
+    return lines[0][:300] if lines else "none"
+
+
+def _first_line(error) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from benchmarks.run_record import setting as recorded_setting
 from probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from rtm_lab.generated import generated_note, markdown_table
 from rtm_lab.waiting import wait_until
@@ -96,7 +97,7 @@ def markdown(report: dict) -> str:
         "",
         f"Measured {report['timestamp']} with `{report['command']}` on {machine['cores']} cores, "
         f"{machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}; Spark {report['versions']['spark']}, "
-        f'Kafka broker {report["versions"]["kafka_broker"]}, `local[{report["slots"]}]`, `realTime="{report.get("real_time_interval", "5 seconds")}"`, '
+        f'Kafka broker {report["versions"]["kafka_broker"]}, `local[{report["slots"]}]`, `realTime="{recorded_setting(report, "real_time_interval")}"`, '
         f"{report['rate']} rows/s, 1-partition topics with LogAppendTime; 1-minute load average at start "
         f"{machine.get('load_average_1m_at_start', 'not recorded')}.",
         "",

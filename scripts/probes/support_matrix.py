@@ -478,3 +478,18 @@ def table_rows(cases: list[Case] = CASES) -> tuple[list[str], list[list[str]]]:
     header = ["Kind", "Case", f"OSS Spark {SPARK_VERSION} (tested)", "Databricks (from its docs)", "Test"]
     rows = [[c.group, c.name, _cell(c.expected), c.databricks, f"`{TEST_PATH}[{c.id}]`"] for c in cases]
     return header, rows
+
+
+ALLOWLIST_CLASS = "org.apache.spark.sql.execution.streaming.runtime.RealTimeModeAllowlist$"
+
+
+def real_time_allowlist(spark, which: str) -> set[str]:
+    """The class names on Spark's real-time allowlist, read from the running JVM: `which` is "allowedSinks" or
+    "allowedOperators" (private fields of RealTimeModeAllowlist, read by reflection; the names a page quotes from
+    Spark's guide, such as its "memory sink", are checked against what this Spark version actually allows)."""
+    jvm = spark.sparkContext._jvm
+    holder = jvm.java.lang.Class.forName(ALLOWLIST_CLASS)
+    field = holder.getDeclaredField(which)
+    field.setAccessible(True)
+    names = field.get(holder.getField("MODULE$").get(None))
+    return set(str(names.mkString("\n")).splitlines())

@@ -8,6 +8,7 @@ In the template:
     {{ figure FILE.json:PATH }}   one value from docs/results/FILE.json, so a measured figure is never typed: PATH
                                   is keys joined by "/", and `key=value` picks the list item whose key has that value
                                   (e.g. `ad_attribution_latency.json:runs/rate=1000/modes/realtime/p50_ms`)
+    {{ machines }}                the machines the results in docs/results/*.json were measured on, from their records
 
 IDs are `Case.id` (e.g. `sink-foreachbatch`) and `Mistake.id` (e.g. `boolean_trigger`); an unknown one is an error
 naming the known ones.
@@ -23,6 +24,35 @@ from skillgen.markdown import RenderError
 FIGURE = re.compile(r"\{\{ figure (?P<file>[\w.-]+\.json):(?P<path>\S+) \}\}")
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 DIRECTIVE = re.compile(r"\{\{ (?P<kind>case|databricks|mistake) (?P<ids>[\w-]+(?: [\w-]+)*) \}\}")
+MACHINES = "{{ machines }}"
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+NUMBERS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def machines_answer(results: Path = RESULTS) -> str:
+    """Which machines the results files record (cores and CPU model), each with the results it measured: a sentence
+    that cannot say "one machine" when the files say two."""
+    measured: dict[tuple, list[str]] = {}
+    for path in sorted(results.glob("*.json")):
+        machine = json.loads(path.read_text()).get("machine")
+        if machine:
+            measured.setdefault((machine["cores"], machine["cpu_model"]), []).append(path.stem)
+    # The machine most results come from is named alone; each other one with the results it measured.
+    ranked = sorted(measured.items(), key=lambda item: -len(item[1]))
+    cores = {c for c, _ in measured}
+    size = f"{cores.pop()}-core " if len(cores) == 1 else ""
+    count = NUMBERS.get(len(measured), str(len(measured)))
+    if len(measured) == 1:
+        return f"one {size}machine ({ranked[0][0][1]})"
+    named = [_machine(ranked[0][0], size)] + [
+        f"{_machine(machine, size)} for {', '.join(names)}" for machine, names in ranked[1:]
+    ]
+    return f"{count} {size}machines ({'; '.join(named)})"
+
+
+def _machine(machine: tuple, size: str) -> str:
+    cores, cpu = machine
+    return cpu if size else f"{cpu}, {cores} cores"
 
 
 @functools.cache
@@ -111,4 +141,4 @@ def expand(text: str, where: str) -> str:
         cases = _lookup(_cases(), ids, "support-matrix case", where)
         return _case_answer(cases) if match["kind"] == "case" else _databricks(cases)
 
-    return DIRECTIVE.sub(replace, text)
+    return DIRECTIVE.sub(replace, text).replace(MACHINES, machines_answer())

@@ -107,16 +107,19 @@ def parse_events(raw: DataFrame, max_value_bytes: int = MAX_VALUE_BYTES) -> Data
 
 
 # --8<-- [start:pipeline]
+# The broker answers a fetch as soon as data is there, or after this wait: 500 ms by
+# default, and 50 ms is the value docs/reference/kafka-tuning.md measured and
+# recommends.
+FETCH_MAX_WAIT_MS = 50
+
+
 def read_kafka(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
     return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
         .option("startingOffsets", "earliest")
-        # The broker answers a fetch as soon as data is there, or after this wait: 500
-        # ms by default, and 50 ms is the value docs/reference/kafka-tuning.md measured
-        # and recommends.
-        .option("kafka.fetch.max.wait.ms", "50")
+        .option("kafka.fetch.max.wait.ms", str(FETCH_MAX_WAIT_MS))
         .load()
     )
 

@@ -123,3 +123,53 @@ def test_front_page_headline_is_the_recommended_interval_beside_micro_batch_from
         shown = f"{value:,.0f}" if value >= 100 else f"{value:,.1f}"
         assert f"**{shown} ms**" in text, (shown, text)
     assert f"{result['rate']:,.0f} events/s" in text and f"{result['machine']['cores']} cores" in text
+
+
+def settings_rows() -> dict[str, dict]:
+    result = json.loads((RESULTS / "boundary-settings.json").read_text())
+    return {row["key"]: row for row in result["rows"]}
+
+
+def spread(row: dict, name: str) -> tuple[float, float]:
+    return row["figures"][name]["min"], row["figures"][name]["max"]
+
+
+def test_latency_page_synchronous_progress_grows_the_stall_the_overrun_and_the_p99():
+    """ "with progress tracking synchronous, the stall per boundary, the batch overrun and the p99 all grew": every
+    synchronous run above every default run, for each of the three."""
+    rows = settings_rows()
+    for name in ("stall_median_ms", "overrun_median_ms", "p99_ms"):
+        low, _ = spread(rows["sync_progress"], name)
+        _, high = spread(rows["defaults"], name)
+        assert low > high, (name, rows["sync_progress"]["figures"][name], rows["defaults"]["figures"][name])
+
+
+@pytest.mark.parametrize("key", ["zgc", "parallel_gc", "fetch_wait_500"])
+def test_latency_page_gc_and_fetch_wait_stay_within_the_spread_between_runs(key):
+    """ "did not move the stall or the p99 beyond the spread between runs" (the collectors) and "made no difference"
+    (the fetch wait): each setting's range of runs overlaps the defaults' range, for the stall and for the p99."""
+    rows = settings_rows()
+    for name in ("stall_median_ms", "p99_ms"):
+        low, high = spread(rows[key], name)
+        default_low, default_high = spread(rows["defaults"], name)
+        assert low <= default_high and high >= default_low, (key, name, (low, high), (default_low, default_high))
+
+
+def test_sink_page_the_dwell_and_stretch_runs_recorded_local_2_with_2_partitions_and_no_dedup():
+    """The slots paragraph: the dwell and stretch runs used local[2], 2 partitions, no dropDuplicates."""
+    for name in ("sink-dwell.json", "sink-stretch.json"):
+        result = json.loads((RESULTS / name).read_text())
+        assert result["spark_master"] == "local[2]", name
+        assert all(r["scenario"]["partitions"] == 2 and not r["scenario"]["dedup"] for r in result["runs"]), name
+
+
+def test_latency_page_zgcs_p99_range_only_just_touches_the_defaults():
+    """ "For ZGC's p99 the two ranges only just touch (ZGC's lowest run against G1's highest)": ZGC's best run is
+    within 5 ms of the defaults' worst, and ZGC's worst run is above every default run."""
+    rows = settings_rows()
+    zgc_low, zgc_high = spread(rows["zgc"], "p99_ms")
+    default_low, default_high = spread(rows["defaults"], "p99_ms")
+    assert 0 <= default_high - zgc_low <= 5 and zgc_high > default_high, (
+        (zgc_low, zgc_high),
+        (default_low, default_high),
+    )

@@ -21,5 +21,33 @@ def test_every_generated_table_is_current():
         "latency-sweep.md",
         "ad_attribution_latency.md",
         "version-matrix.md",
+        "stall-5s.md",
     ):
         assert f"/docs/results/{table} is up to date" in result.stdout, result.stdout
+
+
+def test_a_setting_the_results_file_lacks_shows_as_not_recorded_never_as_todays_default():
+    """The sink, Kafka-tuning and demo figures name the interval, master, fetch wait and shuffle wait the run
+    recorded; a file without them reads "not recorded", and values recovered after the run say so and from where."""
+    import json
+    from pathlib import Path
+
+    from benchmarks import sink
+    from probes import kafka_tuning
+
+    results = Path(__file__).resolve().parents[2] / "docs" / "results"
+    old = json.loads((results / "sink-5s.json").read_text())
+    bare = {k: v for k, v in old.items() if k != "recovered"}
+    bare["runs"] = [{**r, "scenario": {k: v for k, v in r["scenario"].items() if k != "interval"}} for r in old["runs"]]
+    table = sink.markdown(bare)
+    assert "| not recorded |" in table and "master `not recorded`" in table
+    assert "fetch wait (`kafka.fetch.max.wait.ms`) not recorded" in table and "shuffle wait not recorded" in table
+    assert "5 seconds" not in table.split("\n\n")[0]  # no interval filled in from today's code
+
+    recovered = sink.markdown(old)
+    assert "| 5 seconds (recovered) |" in recovered and "10 ms (recovered)" in recovered
+    assert old["recovered"]["commit"][:7] in recovered
+
+    tuning = json.loads((results / "kafka-tuning.json").read_text())
+    del tuning["recovered"]
+    assert 'realTime="not recorded"' in kafka_tuning.markdown(tuning)

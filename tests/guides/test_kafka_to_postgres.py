@@ -2,6 +2,7 @@
 checkpoint, a Postgres restart and a failed task no row is lost and no key is stored twice."""
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -161,9 +162,12 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_s
     assert_exact(lab, pg_schema, events, query)
 
 
-def run_fail_once(lab, topic: str, schema: str, folder: Path, master: str, *confs: str) -> list[tuple[int, ...]]:
+def run_fail_once(
+    lab, topic: str, schema: str, folder: Path, master: str, *confs: str, dedup: bool = False, restarts: int = 0
+) -> tuple[subprocess.CompletedProcess, loadgen.EventMix, list[tuple[int, ...]], list[tuple]]:
     """Run the pipeline in its own process with a writer that fails one task once (probes.faults) on `master`; assert
-    nothing was lost; return the opens of the task that failed as (partition, epoch, attempt)."""
+    nothing was lost and no key is stored twice. Return the run, the events sent, the opens of the task that failed
+    as (partition, epoch, attempt), and every close() as (run, partition, epoch, attempt, rows_seen, error_type)."""
     make_sink(lab, schema)
     events = produce(lab, topic, count=1000, duplicate_pct=10, bad_pct=2)
     poison = sorted(events.keys)[len(events.keys) // 2]
@@ -175,6 +179,8 @@ def run_fail_once(lab, topic: str, schema: str, folder: Path, master: str, *conf
             *("--dsn", lab.postgres_dsn, "--schema", schema, "--checkpoint", str(folder / "checkpoint")),
             *("--marker", str(marker), "--poison-key", str(poison)),
             *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),
+            *(("--dedup",) if dedup else ()),
+            *("--restarts", str(restarts)),
             *(arg for conf in confs for arg in ("--conf", conf)),
         ],
         env=env,
@@ -183,7 +189,7 @@ def run_fail_once(lab, topic: str, schema: str, folder: Path, master: str, *conf
         timeout=300,
     )
     assert marker.exists(), "the injected failure never fired"
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]  # 0: the query had no error
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]  # 0: the (last) query had no error
     found = sink_check.counts(lab.postgres_dsn, schema, TABLE)
     assert found.distinct_keys == len(events.keys) and found.duplicate_keys == 0
     assert set(sink_check.keys(lab.postgres_dsn, schema, TABLE)) == events.keys
@@ -191,20 +197,24 @@ def run_fail_once(lab, topic: str, schema: str, folder: Path, master: str, *conf
     failed = marker.read_text().split()  # "failed partition P epoch E"
     partition, epoch = int(failed[2]), int(failed[4])
     opens = [tuple(int(x) for x in line.split()) for line in Path(f"{marker}.opens").read_text().splitlines()]
-    return [o for o in opens if o[:2] == (partition, epoch)]
+    closes = [
+        (*(int(x) for x in line.split()[:5]), line.split()[5])
+        for line in Path(f"{marker}.closes").read_text().splitlines()
+    ]
+    return run, events, [o for o in opens if o[:2] == (partition, epoch)], closes
 
 
 def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, tmp_path):
     """Under real-time mode Spark 4.3.0 retries a failed task when spark.task.maxFailures allows it: the same
     partition and real-time batch is opened again as attempt 1, the query has no error and nothing is lost."""
     # local[4, 2]: 4 slots, and a task may fail twice before the job fails (local mode allows no retry by default).
-    task_opens = run_fail_once(lab, kafka_topic(partitions=2), pg_schema, tmp_path, "local[4,2]")
+    _, _, task_opens, _ = run_fail_once(lab, kafka_topic(partitions=2), pg_schema, tmp_path, "local[4,2]")
     assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
 
 
 def test_failed_task_is_retried_on_a_standalone_cluster(lab, standalone_cluster, kafka_topic, pg_schema, tmp_path):
     """The same on a loopback standalone cluster (two workers, 2 cores each) with spark.task.maxFailures=2."""
-    task_opens = run_fail_once(
+    _, _, task_opens, _ = run_fail_once(
         lab,
         kafka_topic(partitions=2),
         pg_schema,
@@ -214,6 +224,38 @@ def test_failed_task_is_retried_on_a_standalone_cluster(lab, standalone_cluster,
         f"spark.driver.host={standalone.HOST}",
     )
     assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
+
+
+def test_failed_task_in_a_stateful_query_fails_the_query_and_a_restart_replays_the_batch(
+    lab, kafka_topic, pg_schema, tmp_path
+):
+    """With dropDuplicates (a shuffle: the source and the writer's stage run as one pipelined group) Spark 4.3.0 does
+    not retry a failed task even when spark.task.maxFailures allows it (local[4,2]: 2 attempts): the task fails
+    "1 times", the job is aborted and the query stops with the writer's error (PYTHON_EXCEPTION). Restarted from its
+    checkpoint, the query runs the same batch again from its first offset: every row of the batch goes through the
+    writer again, including those the other task had already written; the upserts leave one row per key."""
+    run, events, task_opens, closes = run_fail_once(
+        lab, kafka_topic(partitions=2), pg_schema, tmp_path, "local[4,2]", dedup=True, restarts=1
+    )
+    assert run.stdout.startswith("query_error[0]=[PYTHON_EXCEPTION]"), run.stdout[-2000:]
+    assert "restarts=1 query_error=None" in run.stdout, run.stdout[-2000:]
+    # Spark's log: one attempt, then the job aborted (the one-stage query above got attempt 1 at the same master).
+    assert re.search(r"Task \d+ in stage [\d.]+ failed 1 times; aborting job", run.stderr), run.stderr[-4000:]
+    # The failed task's partition and batch were opened twice, both as attempt 0: once before, once after the restart.
+    assert sorted(task_opens) == [task_opens[0]] * 2 and task_opens[0][2] == 0, task_opens
+    epoch = task_opens[0][1]
+    first = [c for c in closes if c[0] == 0 and c[2] == epoch]
+    again = [c for c in closes if c[0] == 1]
+    assert "RuntimeError" in [c[5] for c in first], first
+    # After the restart both partitions ran the failed batch again from its first offset: every row not in a batch
+    # committed before it went through the writer again (post-dedup: each key once, each dead letter once), the rows
+    # the first run had already handed to the writer in the failed batch included; the state of dropDuplicates held
+    # nothing of the failed batch (it would have dropped those keys).
+    assert sorted(c[1] for c in again if c[2] == epoch) == [0, 1], again
+    assert all(c[5] == "NoneType" for c in again), again
+    committed = sum(c[4] for c in closes if c[0] == 0 and c[2] < epoch)
+    assert committed + sum(c[4] for c in again) == len(events.keys) + events.bad, (closes, len(events.keys), events.bad)
+    assert sum(c[4] for c in first) > 0, first  # rows replayed
 
 
 def test_spark_opens_and_closes_the_writer_once_per_task_and_real_time_batch(

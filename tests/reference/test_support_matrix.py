@@ -7,7 +7,7 @@ import pytest
 
 from probes import readiness
 from probes.harness import RUNS, Probe, probe
-from probes.support_matrix import CASES
+from probes.support_matrix import CASES, real_time_allowlist
 
 # The Kafka -> Kafka case is both the "Kafka source" and the "Kafka sink" cell: run it once.
 _seen: dict = {}
@@ -50,6 +50,30 @@ def test_generated_table_is_current():
 
     table = (Path(__file__).resolve().parents[2] / "docs" / "results" / "support-matrix.md").read_text()
     assert "| Operator | dropDuplicates | ✓ runs |" in table
+
+
+SINKS = "org.apache.spark.sql.execution.streaming.sources."
+
+
+@pytest.mark.slow
+def test_the_guides_memory_sink_is_the_continuous_one(spark):
+    """Spark's guide lists "console and memory sinks" for real-time mode: the memory sink on the 4.3.0 allowlist is
+    ContinuousMemorySink (the continuous-processing one, which no public writeStream option builds), not the
+    MemorySink that format("memory") builds; that one is refused at start() (test_case[sink-memory])."""
+    sinks = real_time_allowlist(spark, "allowedSinks")
+    assert SINKS + "ContinuousMemorySink" in sinks, sinks
+    assert not any(name.endswith(".MemorySink") for name in sinks), sinks
+    assert any("ConsoleTable" in name for name in sinks), sinks
+
+
+@pytest.mark.slow
+def test_python_transform_with_state_is_not_on_the_allowlist(spark):
+    """The allowlist names the JVM TransformWithStateExec and no Python operator: by it a Python transformWithState
+    would be refused with OPERATOR_OR_SINK_NOT_IN_ALLOWLIST. It is not: start() accepts the query, which then fails
+    at run time with STDS_FAILED_TO_READ_OPERATOR_METADATA (tests/reference/test_transform_with_state.py)."""
+    operators = real_time_allowlist(spark, "allowedOperators")
+    assert any(name.endswith(".TransformWithStateExec") for name in operators), operators
+    assert not any("PySpark" in name or "Python" in name for name in operators), operators
 
 
 @pytest.mark.slow

@@ -604,3 +604,20 @@ def test_skill_md_links_the_bundled_quick_start_and_names_no_repository_path():
         ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py"
     ).read_bytes()
     assert "(`scripts/" not in text and "(`docs/" not in text and "(`snippets/" not in text
+
+
+def test_skill_names_every_machine_its_results_were_measured_on(tmp_path):
+    """SKILL.md's sentence on where figures come from is rendered from the results files' machine records: two
+    machines recorded, two named (with the results each measured); one recorded, one named."""
+    from skillgen.answers import machines_answer
+
+    def record(name: str, cpu: str) -> None:
+        (tmp_path / f"{name}.json").write_text(json.dumps({"machine": {"cores": 2, "cpu_model": cpu}}))
+
+    record("latency", "AMD EPYC")
+    record("sink", "AMD EPYC")
+    assert machines_answer(tmp_path) == "one 2-core machine (AMD EPYC)"
+    record("sink-5s", "Intel Xeon")
+    assert machines_answer(tmp_path) == "two 2-core machines (AMD EPYC; Intel Xeon for sink-5s)"
+    skill = (Path(__file__).resolve().parents[2] / "skills" / "spark-real-time-mode" / "SKILL.md").read_text()
+    assert machines_answer() in skill
