@@ -22,8 +22,8 @@ import tempfile
 import threading
 import time
 
-from benchmarks import sink as bench_sink
 from rtm_lab import cli, jvm, lab, latency, loadgen, paths, plans, topics
+from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.signals import exit_cleanly_on_termination

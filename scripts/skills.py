@@ -5,9 +5,9 @@
   python scripts/skills.py validate   exit 1, saying what to run, when anything in skills/ is stale or malformed
   python scripts/skills.py package    validate, then write dist/<name>.zip for uploading to an assistant
 
-Sources: scripts/skillgen/templates/<name>/SKILL.md and CHANGELOG.md (hand-written), docs/concepts.md and the pages
+Sources: scripts/rtm_lab/skillgen/templates/<name>/SKILL.md and CHANGELOG.md (hand-written), docs/concepts.md and the pages
 under docs/reference, docs/guides and docs/benchmarks (one reference each, or several where a page marks its parts:
-see scripts/skillgen/parts.py), and whatever snippet or results files those include. `validate` also holds each
+see scripts/rtm_lab/skillgen/parts.py), and whatever snippet or results files those include. `validate` also holds each
 file to its word budget and SKILL.md to the Agent Skills format.
 """
 
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from rtm_lab import cli
-from skillgen.commands import run
+from rtm_lab.skillgen.commands import run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -41,24 +41,24 @@ def _cases_table(name: str, rows: Callable) -> Callable[[Path], str]:
 
 
 def _support_matrix_rows():
-    from probes.support_matrix import table_rows
+    from rtm_lab.probes.support_matrix import table_rows
 
     return table_rows()
 
 
 def _support_matrix(results: Path) -> str:
     """The matrix, then how often the readiness check predicted it (from readiness-check.json)."""
-    from probes.readiness import agreement_sentence
+    from rtm_lab.probes.readiness import agreement_sentence
 
     path = results / "readiness-check.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: run `python -m probes.readiness` first.")
+        raise FileNotFoundError(f"{path} does not exist: run `python -m rtm_lab.probes.readiness` first.")
     table = _cases_table("support-matrix", _support_matrix_rows)(results)
     return table + "\n" + agreement_sentence(json.loads(path.read_text())) + "\n"
 
 
 def _mistakes_rows():
-    from probes.mistakes import table_rows
+    from rtm_lab.probes.mistakes import table_rows
 
     return table_rows()
 
@@ -78,23 +78,23 @@ def _from_json(json_name: str, module: str) -> Callable[[Path], str]:
 
 TABLES = {
     "support-matrix": Table("support-matrix.md", _support_matrix),
-    "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", "probes.readiness")),
+    "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", "rtm_lab.probes.readiness")),
     "errors": Table("errors.md", _cases_table("errors", _mistakes_rows)),
-    "latency": Table("latency.md", _from_json("latency.json", "benchmarks.latency_report")),
+    "latency": Table("latency.md", _from_json("latency.json", "rtm_lab.benchmarks.latency_report")),
     "ad-attribution-latency": Table(
-        "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", "benchmarks.latency_report")
+        "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", "rtm_lab.benchmarks.latency_report")
     ),
-    "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", "benchmarks.sweep_report")),
-    "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", "probes.kafka_tuning")),
-    "sink": Table("sink.md", _from_json("sink.json", "benchmarks.sink")),
-    "sink-5s": Table("sink-5s.md", _from_json("sink-5s.json", "benchmarks.sink")),
-    "sink-dwell": Table("sink-dwell.md", _from_json("sink-dwell.json", "benchmarks.sink")),
-    "sink-stretch": Table("sink-stretch.md", _from_json("sink-stretch.json", "benchmarks.sink")),
-    "recovery": Table("recovery.md", _from_json("recovery.json", "benchmarks.recovery")),
+    "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", "rtm_lab.benchmarks.sweep_report")),
+    "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", "rtm_lab.probes.kafka_tuning")),
+    "sink": Table("sink.md", _from_json("sink.json", "rtm_lab.benchmarks.sink")),
+    "sink-5s": Table("sink-5s.md", _from_json("sink-5s.json", "rtm_lab.benchmarks.sink")),
+    "sink-dwell": Table("sink-dwell.md", _from_json("sink-dwell.json", "rtm_lab.benchmarks.sink")),
+    "sink-stretch": Table("sink-stretch.md", _from_json("sink-stretch.json", "rtm_lab.benchmarks.sink")),
+    "recovery": Table("recovery.md", _from_json("recovery.json", "rtm_lab.benchmarks.recovery")),
     "boundary-settings": Table(
-        "boundary-settings.md", _from_json("boundary-settings.json", "benchmarks.boundary_settings")
+        "boundary-settings.md", _from_json("boundary-settings.json", "rtm_lab.benchmarks.boundary_settings")
     ),
-    "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "probes.version_cases")),
+    "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
 }
 
 

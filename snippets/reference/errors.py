@@ -3,7 +3,7 @@
     python snippets/reference/errors.py SOURCE_TOPIC SINK_TOPIC [MISTAKE ...]
 
 starts each mistake (all of them by default) against KAFKA_BOOTSTRAP_SERVERS and prints the error class Spark gives.
-The tests run the same functions through scripts/probes/mistakes.py and assert each class and message.
+The tests run the same functions through scripts/rtm_lab/probes/mistakes.py and assert each class and message.
 """
 
 import os

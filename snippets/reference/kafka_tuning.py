@@ -3,7 +3,7 @@
     python snippets/reference/kafka_tuning.py SOURCE_TOPIC SINK_TOPIC
 
 copies SOURCE_TOPIC to SINK_TOPIC in real-time mode through this source on KAFKA_BOOTSTRAP_SERVERS. What the settings
-change is measured by scripts/probes/kafka_tuning.py (the page's table).
+change is measured by scripts/rtm_lab/probes/kafka_tuning.py (the page's table).
 """
 
 import os

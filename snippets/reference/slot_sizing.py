@@ -3,7 +3,7 @@
     python snippets/reference/slot_sizing.py SOURCE_TOPIC
 
 plans each worked example over SOURCE_TOPIC on KAFKA_BOOTSTRAP_SERVERS and prints the slots it needs. What Spark does
-at exactly that many slots and at one fewer is checked by scripts/probes/slots.py (tests/reference/test_slot_sizing.py).
+at exactly that many slots and at one fewer is checked by scripts/rtm_lab/probes/slots.py (tests/reference/test_slot_sizing.py).
 """
 
 import os

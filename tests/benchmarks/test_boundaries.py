@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import boundaries
-from benchmarks.boundaries import Batch
+from rtm_lab.benchmarks import boundaries
+from rtm_lab.benchmarks.boundaries import Batch
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000_000  # an epoch ms

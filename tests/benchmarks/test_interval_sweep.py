@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.interval_sweep import FIGURES
+from rtm_lab.benchmarks.interval_sweep import FIGURES
 
 ROOT = Path(__file__).resolve().parents[2]
 

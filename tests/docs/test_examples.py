@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
 
-from skillgen.markdown import INCLUDE, snippet_text
+from rtm_lab.skillgen.markdown import INCLUDE, snippet_text
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = [e for folder in ("docs", "skills") if (ROOT / folder).is_dir() for e in find_examples(ROOT / folder)]

@@ -23,7 +23,7 @@ def test_snippet_code_reaches_the_page(built_site):
 
 def test_every_page_has_a_title_and_description():
     """The convention the skill renderer and search rely on: frontmatter with a title and a one-sentence description."""
-    from skillgen.markdown import RenderError, read_page
+    from rtm_lab.skillgen.markdown import RenderError, read_page
 
     problems = []
     for path in sorted((ROOT / "docs").rglob("*.md")):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from probes.mistakes import MISTAKES
-from probes.support_matrix import CASES
+from rtm_lab.probes.mistakes import MISTAKES
+from rtm_lab.probes.support_matrix import CASES
 from snippets.reference import readiness_check, readiness_check_broken
 from snippets.reference.readiness_check import ReadinessInputError, check_file, rtm_check
 
@@ -170,7 +170,7 @@ def test_unreachable_kafka_is_said_in_one_line(spark):
 
 
 def test_published_agreement_covers_every_case_and_mistake():
-    """docs/results/readiness-check.json (written by `python -m probes.readiness`) has one row per current case and
+    """docs/results/readiness-check.json (written by `python -m rtm_lab.probes.readiness`) has one row per current case and
     mistake, and the checker agreed with Spark on each."""
     result = json.loads((ROOT / "docs" / "results" / "readiness-check.json").read_text())
     expected = [f"support-matrix[{c.id}]" for c in CASES] + [f"errors[{m.id}]" for m in MISTAKES]

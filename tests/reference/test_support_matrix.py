@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from probes import readiness
-from probes.harness import RUNS, Probe, probe
-from probes.support_matrix import CASES
+from rtm_lab.probes import readiness
+from rtm_lab.probes.harness import RUNS, Probe, probe
+from rtm_lab.probes.support_matrix import CASES
 
 # The Kafka -> Kafka case is both the "Kafka source" and the "Kafka sink" cell: run it once.
 _seen: dict = {}
@@ -65,7 +65,16 @@ def test_console_sink_prints_once_per_batch(lab, kafka_topic, tmp_path):
     topic = kafka_topic(partitions=1)
     process = subprocess.Popen(
         [
-            *(sys.executable, "-u", "-m", "probes.console_sink", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
+            *(
+                sys.executable,
+                "-u",
+                "-m",
+                "rtm_lab.probes.console_sink",
+                "--bootstrap",
+                lab.kafka_bootstrap,
+                "--topic",
+                topic,
+            ),
             *("--checkpoint", str(tmp_path / "checkpoint"), "--interval", "10 seconds"),
         ],
         stdin=subprocess.PIPE,

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from skillgen import commands
+from rtm_lab.skillgen import commands
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILL = "spark-real-time-mode"
 FIX_HINT = "python scripts/skills.py generate"
-TEMPLATES = "scripts/skillgen/templates"
+TEMPLATES = "scripts/rtm_lab/skillgen/templates"
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 PAGE = """---
@@ -317,7 +317,7 @@ def test_the_skill_expands_includes_with_the_sites_snippet_settings():
     """The renderer runs pymdownx.snippets itself; its settings must be the ones mkdocs.yml gives the site."""
     import yaml
 
-    from skillgen.markdown import SNIPPETS_CONFIG
+    from rtm_lab.skillgen.markdown import SNIPPETS_CONFIG
 
     extensions = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
     site = next(e["pymdownx.snippets"] for e in extensions if isinstance(e, dict) and "pymdownx.snippets" in e)
@@ -495,7 +495,7 @@ def can_i_rows() -> list[list[str]]:
 
 def section_of(path: Path, anchor: str) -> str:
     """A heading's text up to the next heading of the same or a higher level."""
-    from skillgen.markdown import slugify, strip_fenced
+    from rtm_lab.skillgen.markdown import slugify, strip_fenced
 
     lines = strip_fenced(path.read_text()).splitlines()
     for index, line in enumerate(lines):
@@ -533,8 +533,8 @@ def test_can_i_table_rows_link_existing_sections_that_back_them():
 
 def test_can_i_rows_about_cases_say_what_the_case_list_says():
     """Rows about sources, sinks, operators and errors are rendered from the tested cases, not typed."""
-    from probes.mistakes import MISTAKES
-    from probes.support_matrix import CASES
+    from rtm_lab.probes.mistakes import MISTAKES
+    from rtm_lab.probes.support_matrix import CASES
 
     rows = {row[0]: row for row in can_i_rows()}
     cases = {c.id: c for c in CASES}
@@ -553,8 +553,8 @@ def test_can_i_rows_about_cases_say_what_the_case_list_says():
 
 def test_the_packaged_skill_loads_as_is(tmp_path):
     """What `make skill` ships: unzipped into a skills folder, the folder alone passes the format and link rules."""
-    from skillgen.checks import link_problems
-    from skillgen.frontmatter import frontmatter_problems
+    from rtm_lab.skillgen.checks import link_problems
+    from rtm_lab.skillgen.frontmatter import frontmatter_problems
 
     result = skills(ROOT, "package", "--out", str(tmp_path / "dist"))
     assert result.returncode == 0, result.stderr

@@ -5,9 +5,9 @@ import sys
 import zipfile
 from pathlib import Path
 
-from skillgen.checks import validate
-from skillgen.markdown import RenderError
-from skillgen.render import SKILLS_DIR, render_all
+from rtm_lab.skillgen.checks import validate
+from rtm_lab.skillgen.markdown import RenderError
+from rtm_lab.skillgen.render import SKILLS_DIR, render_all
 
 # Zip entries carry a timestamp: a fixed one keeps the archive byte-identical for identical content.
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)

@@ -1,6 +1,6 @@
 """Kafka consumer settings under real-time mode, measured: one Kafka -> Spark -> Kafka query per setting.
 
-    python -m probes.kafka_tuning --rows 200 --rate 50 --out docs/results/kafka-tuning
+    python -m rtm_lab.probes.kafka_tuning --rows 200 --rate 50 --out docs/results/kafka-tuning
 
 runs one real-time query per setting on the lab's broker (or KAFKA_BOOTSTRAP_SERVERS), sends the same paced rows to
 each, and writes the latencies to OUT.json and a Markdown table to OUT.md (`scripts/tables.py kafka-tuning`
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from rtm_lab.generated import generated_note, markdown_table
+from rtm_lab.probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from rtm_lab.waiting import wait_until
 from snippets.reference.kafka_tuning import REAL_TIME_INTERVAL, low_latency_kafka_source
 from snippets.reference.latency_metrics import stamped
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     report = {
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": f"python -m probes.kafka_tuning --rows {args.rows} --rate {args.rate:g} --slots {args.slots}",
+        "command": f"python -m rtm_lab.probes.kafka_tuning --rows {args.rows} --rate {args.rate:g} --slots {args.slots}",
         "machine": {**machine.describe(), "load_average_1m_at_start": load_at_start},
         "versions": machine.pinned_versions(),
         "slots": args.slots,

@@ -1,6 +1,6 @@
 """The errors page's gallery as cases: each mistake in snippets/reference/errors.py with the outcome Spark 4.3.0 gives.
 
-tests/reference/test_errors.py runs every mistake through `probes.harness.probe()` and asserts its error class, where
+tests/reference/test_errors.py runs every mistake through `rtm_lab.probes.harness.probe()` and asserts its error class, where
 it surfaces and a phrase of the message; `scripts/tables.py errors` renders the page's table from the same list.
 """
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.streaming import StreamingQuery
 
-from probes.harness import AT_CALL, AT_RUN_TIME, AT_START, Outcome, Probe
+from rtm_lab.probes.harness import AT_CALL, AT_RUN_TIME, AT_START, Outcome, Probe
 from snippets.reference import errors
 
 MistakeQuery = Callable[..., StreamingQuery]  # (spark, bootstrap, source, sink, checkpoint) -> StreamingQuery

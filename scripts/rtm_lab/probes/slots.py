@@ -1,7 +1,7 @@
 """The slot calculator's worked examples against Spark: run each at a given number of slots and report what happened.
 
-    python -m probes.slots --slots 4
-    python -m probes.slots --master spark://127.0.0.1:7077 --examples aggregation --conf spark.cores.max=4
+    python -m rtm_lab.probes.slots --slots 4
+    python -m rtm_lab.probes.slots --master spark://127.0.0.1:7077 --examples aggregation --conf spark.cores.max=4
 
 Each example prints one JSON line: what the calculator said, what Spark did. `--slots N` runs on `local[N]`;
 `--master` runs on a cluster (`rtm_lab.standalone` starts one on loopback). On a cluster, pass `spark.cores.max`:

@@ -1,9 +1,9 @@
 """The readiness check against Spark: every support-matrix case and every error-gallery mistake, checked, then run.
 
-    python -m probes.readiness            write docs/results/readiness-check.json (and print N/N agreeing)
+    python -m rtm_lab.probes.readiness            write docs/results/readiness-check.json (and print N/N agreeing)
 
 For each case the checker's verdict (runs, or where it fails and with which error class) is put beside what Spark
-did when the case was started for real (`probes.harness.probe`). The same comparison runs in the test suite inside
+did when the case was started for real (`rtm_lab.probes.harness.probe`). The same comparison runs in the test suite inside
 tests/reference/test_support_matrix.py::test_case and tests/reference/test_errors.py::test_mistake_fails_as_documented;
 this command writes the results file the pages include, with two sample reports from real runs of the CLI.
 """
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from pyspark.sql.streaming import StreamingQuery
 
-from probes.harness import Outcome, Probe, probe
+from rtm_lab.probes.harness import Outcome, Probe, probe
 from snippets.reference import errors
 from snippets.reference.readiness_check import Checked, Report, recording
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "docs" / "results" / "readiness-check.json"
 SLOTS = 4  # the test session's local[4]
 
@@ -54,7 +54,7 @@ def agreement_sentence(result: dict) -> str:
     return (
         f"The readiness check (`scripts/rtm_check.py`) predicted what Spark {result['spark']} did, runs or where it "
         f"fails and with which error class, for **{result['agree']}/{result['cases']}** cases: every row of the "
-        "support matrix and every mistake of the error gallery (written by `python -m probes.readiness`)."
+        "support matrix and every mistake of the error gallery (written by `python -m rtm_lab.probes.readiness`)."
     )
 
 
@@ -71,9 +71,9 @@ def markdown(result: dict) -> str:
 
 
 def main() -> int:
-    from probes.mistakes import MISTAKES
-    from probes.support_matrix import CASES
     from rtm_lab import lab, topics
+    from rtm_lab.probes.mistakes import MISTAKES
+    from rtm_lab.probes.support_matrix import CASES
     from rtm_lab.spark import spark_session
     from rtm_lab.versions import SPARK_VERSION
 

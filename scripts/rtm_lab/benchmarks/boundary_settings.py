@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks import interval_sweep
 from rtm_lab import cli
+from rtm_lab.benchmarks import interval_sweep
 from rtm_lab.generated import generated_note, markdown_table
 
 INTERVAL = "5 seconds"
@@ -26,7 +26,7 @@ class Setting:
     name: str
     what: str
     spark_conf: dict = field(default_factory=dict)
-    fetch_wait_ms: int | None = None  # None: the benchmark's own value (benchmarks.latency.FETCH_MAX_WAIT_MS)
+    fetch_wait_ms: int | None = None  # None: the benchmark's own value (rtm_lab.benchmarks.latency.FETCH_MAX_WAIT_MS)
 
 
 def _gc(flags: str) -> dict:
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import latency, run_record
+    from rtm_lab.benchmarks import latency, run_record
 
     preset = QUICK if args.quick else FULL
     rate, seconds, warmup = args.rate or preset["rate"], args.seconds or preset["seconds"], preset["warmup"]
@@ -132,7 +132,7 @@ FIGURES = ("p50_ms", "p99_ms", "p99.9_ms", "stall_median_ms", "overrun_median_ms
 
 
 def markdown(result: dict) -> str:
-    from benchmarks.sweep_report import cell
+    from rtm_lab.benchmarks.sweep_report import cell
 
     rows = []
     for row in result["rows"]:

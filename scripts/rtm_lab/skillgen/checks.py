@@ -3,9 +3,9 @@
 import re
 from pathlib import Path
 
-from skillgen.frontmatter import frontmatter_problems
-from skillgen.markdown import LINK, NOT_RUN_NOTE, RenderError, anchors, fence_spans, snippet_text, strip_fenced
-from skillgen.render import (
+from rtm_lab.skillgen.frontmatter import frontmatter_problems
+from rtm_lab.skillgen.markdown import LINK, NOT_RUN_NOTE, RenderError, anchors, fence_spans, snippet_text, strip_fenced
+from rtm_lab.skillgen.render import (
     CHANGELOG,
     GENERATE_COMMAND,
     MANIFEST,
@@ -87,7 +87,7 @@ def word_problems(rel: str, text: str) -> list[str]:
     return [
         f"{rel}: {words} words, over the budget of {limit}. Leave long walkthroughs out of the skill "
         "(<!-- skill-omit --> ... <!-- /skill-omit --> on the page), or split the page over several references "
-        "(<!-- skill: name --> markers; see scripts/skillgen/parts.py)."
+        "(<!-- skill: name --> markers; see scripts/rtm_lab/skillgen/parts.py)."
     ]
 
 

@@ -11,7 +11,7 @@ import json
 import re
 import urllib.request
 
-from benchmarks.boundaries import epoch_ms
+from rtm_lab.benchmarks.boundaries import epoch_ms
 
 _BATCH = re.compile(r"\bbatch = (\d+)\s*$")
 TIMEOUT_S = 10

@@ -1,6 +1,6 @@
 """transformWithState run by the tests: the JVM twin of the page's processor in micro-batch and in real-time mode.
 
-    python -m probes.transform_with_state --bootstrap HOST:PORT
+    python -m rtm_lab.probes.transform_with_state --bootstrap HOST:PORT
 
 prints one JSON object: the calls the JVM CallRecorderProcessor (snippets/jvm) made in each mode. It runs in its own
 process because its jar must be in `spark.jars` when the session starts.

@@ -15,7 +15,7 @@ the end of its reference: the test names stay, the repetition goes.
 import re
 from dataclasses import dataclass
 
-from skillgen.markdown import Page, RenderError, in_code, slugify
+from rtm_lab.skillgen.markdown import Page, RenderError, in_code, slugify
 
 SWITCH = re.compile(r"^<!-- skill: (?P<name>[a-z0-9]+(?:-[a-z0-9]+)*) -->\s*$")
 OMIT, END_OMIT = "<!-- skill-omit -->", "<!-- /skill-omit -->"

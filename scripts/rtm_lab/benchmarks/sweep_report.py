@@ -5,9 +5,9 @@ the latency CDF of every row. Generated files: the docs include them, nobody edi
 
 from pathlib import Path
 
-from benchmarks import latency_report
-from benchmarks.boundaries import MOMENTS, WINDOW_AFTER_MS, WINDOW_BEFORE_MS
-from benchmarks.latency_report import COLORS, MODE_LABELS, PIPELINE_LABELS
+from rtm_lab.benchmarks import latency_report
+from rtm_lab.benchmarks.boundaries import MOMENTS, WINDOW_AFTER_MS, WINDOW_BEFORE_MS
+from rtm_lab.benchmarks.latency_report import COLORS, MODE_LABELS, PIPELINE_LABELS
 from rtm_lab.generated import markdown_table
 
 HEADER = [

@@ -1,7 +1,7 @@
 """What real-time mode accepts in OSS Spark: one case per source, sink and operator, with the outcome Spark gives.
 
 Every case builds a small query, starts it with `trigger(realTime=...)` and `outputMode("update")`, and is observed
-by `probes.harness.probe()`: it either fails at `start()`, fails once running (the error shows up in
+by `rtm_lab.probes.harness.probe()`: it either fails at `start()`, fails once running (the error shows up in
 `q.exception()`), or runs, meaning rows fed after the start came out of the sink. `expected` in each case is what
 Spark 4.3.0 does; tests/reference/test_support_matrix.py runs every case and asserts it, and
 `scripts/tables.py support-matrix` renders the page's table from the same list.
@@ -19,7 +19,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
-from probes.harness import AT_CALL, AT_START, RUNS, Outcome, Probe, at_run_time, at_start
+from rtm_lab.probes.harness import AT_CALL, AT_START, RUNS, Outcome, Probe, at_run_time, at_start
 
 # ---- The cases -------------------------------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ import math
 import statistics
 import sys
 
-from benchmarks.boundaries import segment_medians
 from rtm_lab import cli
+from rtm_lab.benchmarks.boundaries import segment_medians
 from rtm_lab.intervals import MIN_REAL_TIME_INTERVAL_MS, interval_ms
 
 # Past interval + warm-up, time for the batch to end late and the next to start (median overrun ~0.2-0.3 s at 5 s).
@@ -152,7 +152,7 @@ def assemble(done: list[dict], intervals: list[str], modes: list[str]) -> list[d
 
 
 def main(args: argparse.Namespace, command: str, rate: float, seconds: float, warmup: float, preset: dict) -> int:
-    from benchmarks import latency, run_record, sweep_report
+    from rtm_lab.benchmarks import latency, run_record, sweep_report
 
     intervals = args.rtm_interval or [latency.RTM_INTERVAL]
     repeat = args.repeat or 1

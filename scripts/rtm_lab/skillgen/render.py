@@ -11,9 +11,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillgen import answers
-from skillgen.frontmatter import frontmatter_problems
-from skillgen.markdown import (
+from rtm_lab.skillgen import answers
+from rtm_lab.skillgen.frontmatter import frontmatter_problems
+from rtm_lab.skillgen.markdown import (
     FENCE,
     Page,
     RenderError,
@@ -27,11 +27,11 @@ from skillgen.markdown import (
     split_frontmatter,
     squeeze_blank_lines,
 )
-from skillgen.parts import Part, gather_proofs, split_page
+from rtm_lab.skillgen.parts import Part, gather_proofs, split_page
 
 SKILLS_DIR = "skills"
 # Templates live outside skills/, so a tool that scans skills/ for SKILL.md finds only the rendered skills.
-TEMPLATES_DIR = "scripts/skillgen/templates"
+TEMPLATES_DIR = "scripts/rtm_lab/skillgen/templates"
 MANIFEST = "manifest.json"
 GENERATE_COMMAND = "python scripts/skills.py generate"
 VALIDATE_COMMAND = "python scripts/skills.py validate"

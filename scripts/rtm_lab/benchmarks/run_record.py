@@ -9,8 +9,8 @@ import datetime as dt
 import sys
 import time
 
-from benchmarks import load_average
 from rtm_lab import lab, machine
+from rtm_lab.benchmarks import load_average
 from rtm_lab.errors import LabError
 from rtm_lab.lab import LabState
 

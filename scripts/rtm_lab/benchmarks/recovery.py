@@ -29,10 +29,17 @@ from pathlib import Path
 import psycopg2
 from psycopg2 import sql
 
-from probes.submitted_pipeline import TABLE, Driver, add_write_log, committed_batches, first_write_after, query_one
 from rtm_lab import cli, loadgen, sink_check, topics
 from rtm_lab.generated import markdown_table
 from rtm_lab.intervals import interval_ms
+from rtm_lab.probes.submitted_pipeline import (
+    TABLE,
+    Driver,
+    add_write_log,
+    committed_batches,
+    first_write_after,
+    query_one,
+)
 from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 
@@ -245,7 +252,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import run_record
+    from rtm_lab.benchmarks import run_record
     from rtm_lab.errors import LabError
 
     preset = QUICK if args.quick else FULL

@@ -2,9 +2,9 @@
 
 In the template:
 
-    {{ case ID [ID ...] }}        what OSS Spark does with these support-matrix cases (scripts/probes/support_matrix.py)
+    {{ case ID [ID ...] }}        what OSS Spark does with these support-matrix cases (scripts/rtm_lab/probes/support_matrix.py)
     {{ databricks ID [ID ...] }}  what the Databricks docs say about them (the same cases' `databricks` field)
-    {{ mistake ID }}              the error a mistake in scripts/probes/mistakes.py gets, and its fix
+    {{ mistake ID }}              the error a mistake in scripts/rtm_lab/probes/mistakes.py gets, and its fix
 
 IDs are `Case.id` (e.g. `sink-foreachbatch`) and `Mistake.id` (e.g. `boolean_trigger`); an unknown one is an error
 naming the known ones.
@@ -13,27 +13,27 @@ naming the known ones.
 import functools
 import re
 
-from skillgen.markdown import RenderError
+from rtm_lab.skillgen.markdown import RenderError
 
 DIRECTIVE = re.compile(r"\{\{ (?P<kind>case|databricks|mistake) (?P<ids>[\w-]+(?: [\w-]+)*) \}\}")
 
 
 @functools.cache
 def _cases() -> dict:
-    from probes.support_matrix import CASES
+    from rtm_lab.probes.support_matrix import CASES
 
     return {c.id: c for c in CASES}
 
 
 @functools.cache
 def _mistakes() -> dict:
-    from probes.mistakes import MISTAKES
+    from rtm_lab.probes.mistakes import MISTAKES
 
     return {m.id: m for m in MISTAKES}
 
 
 def _where(kind: str) -> str:
-    from probes.harness import AT_CALL, AT_START
+    from rtm_lab.probes.harness import AT_CALL, AT_START
 
     return {AT_CALL: "at the call", AT_START: "at `start()`"}.get(kind, "at run time")
 
@@ -46,7 +46,7 @@ def _lookup(table: dict, ids: list[str], what: str, where: str) -> list:
 
 
 def _case_answer(cases: list) -> str:
-    from probes.harness import RUNS
+    from rtm_lab.probes.harness import RUNS
 
     if all(c.expected.kind == RUNS for c in cases):
         return "**Yes**, runs (tested)"

@@ -4,7 +4,7 @@ while the query still runs: progress batches, the Spark UI's job timings, and th
 
 import contextlib
 
-from benchmarks import boundaries, spark_ui
+from rtm_lab.benchmarks import boundaries, spark_ui
 from rtm_lab.waiting import WaitTimeout, wait_until
 
 # With async progress tracking (on by default for stateless real-time queries in 4.3) a batch's progress is reported

@@ -1,7 +1,7 @@
 """Latency benchmark: the same Kafka -> Kafka query in each trigger mode, one after another, from broker timestamps.
 
 `scripts/bench.py latency` runs `run()` here. Spark allows one session per process and each mode needs its own
-settings, so every (rate, mode) pair runs in a child process (`python -m benchmarks.latency --mode ...`), which
+settings, so every (rate, mode) pair runs in a child process (`python -m rtm_lab.benchmarks.latency --mode ...`), which
 prints progress lines and writes its result as JSON; the parent relays the lines and gathers the results.
 
 Latency of a record = the sink record's Kafka timestamp minus the source record's, both LogAppendTime (the broker's
@@ -22,9 +22,9 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks import interval_sweep
-from benchmarks.latency_report import TRIGGERS
 from rtm_lab import cli, plans
+from rtm_lab.benchmarks import interval_sweep
+from rtm_lab.benchmarks.latency_report import TRIGGERS
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.guides.ad_attribution import REAL_TIME_INTERVAL as AD_GUIDE_INTERVAL
 from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL as QUICKSTART_INTERVAL
@@ -265,7 +265,7 @@ def run_mode(
     sink = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-out"), PARTITIONS, LOG_APPEND_TIME)
     conf = {**pipeline.conf, **(spark_conf or {})}
     if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
-        from benchmarks import spark_ui
+        from rtm_lab.benchmarks import spark_ui
 
         conf.update(spark_ui.ui_conf())
     began = time.monotonic()
@@ -346,7 +346,7 @@ def run_mode(
                 state_rows_last=state_track[-1][2] if state_track else None,
             )
         if observe:
-            from benchmarks import boundary_observer
+            from rtm_lab.benchmarks import boundary_observer
 
             result.update(boundary_observer.observe(spark, query, reader, cfg["rtm_interval"], warmup_ids))
         if trace:
@@ -366,7 +366,7 @@ def run_mode(
 
 def child_main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.latency",
+        prog="python -m rtm_lab.benchmarks.latency",
         description="Run one mode of the latency benchmark in this process and write its result as JSON "
         "(normally started by `scripts/bench.py latency`).",
     )
@@ -417,7 +417,7 @@ def run_child(
         cmd = [
             sys.executable,
             "-m",
-            "benchmarks.latency",
+            "rtm_lab.benchmarks.latency",
             *("--mode", mode, "--bootstrap", bootstrap, "--rate", str(rate), "--seconds", str(seconds)),
             *("--warmup", str(warmup), "--rtm-interval", cfg["rtm_interval"]),
             *("--fetch-wait-ms", str(cfg["kafka_fetch_max_wait_ms"]), "--out", str(out)),
@@ -531,7 +531,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from benchmarks import latency_report, run_record
+    from rtm_lab.benchmarks import latency_report, run_record
 
     ad = args.pipeline == "ad_attribution"
     if not ad and PYTHON_MICROBATCH in (args.mode or ()):

@@ -1,6 +1,6 @@
 """The cases the version matrix runs on one PySpark, under that PySpark's own interpreter, with their outcomes as JSON.
 
-    python -m probes.version_cases --jars A.jar,B.jar --output cases.json [--only CASE_ID ...]
+    python -m rtm_lab.probes.version_cases --jars A.jar,B.jar --output cases.json [--only CASE_ID ...]
 
 `scripts/version_matrix.py` runs this in a venv per PySpark version (the project's code on PYTHONPATH, Kafka at
 KAFKA_BOOTSTRAP_SERVERS); it is not meant to be run by hand. Three groups of cases:
@@ -27,8 +27,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from probes import mistakes, support_matrix
-from probes.harness import AT_CALL, AT_RUN_TIME, AT_START, PROBE_INTERVAL, RUNS, Outcome, Probe, probe
+from rtm_lab.probes import mistakes, support_matrix
+from rtm_lab.probes.harness import AT_CALL, AT_RUN_TIME, AT_START, PROBE_INTERVAL, RUNS, Outcome, Probe, probe
 from rtm_lab.versions import SPARK_VERSION
 
 QUICK_START, TRIGGER, SUPPORT = "Quick start", "Trigger", "Support matrix"
@@ -205,7 +205,9 @@ def run_case(case: VersionCase, spark: SparkSession, bootstrap: str, workdir: Pa
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m probes.version_cases", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rtm_lab.probes.version_cases", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--jars", required=True, help="comma-separated Kafka connector jars for spark.jars")
     parser.add_argument("--output", type=Path, required=True, help="the JSON file to write")
     parser.add_argument("--only", action="append", default=[], metavar="CASE_ID", help="run only these cases")
