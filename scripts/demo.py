@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from rtm_lab import cli, jvm, lab, latency, loadgen, paths, plans, topics
+from rtm_lab import cli, lab, latency, loadgen, paths, plans, snippet_jar, topics
 from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
@@ -142,7 +142,7 @@ def postgres_demo(state, args, say, log_file) -> int:
     say(f"spark     starting ({slots} task slots: {scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
     conf = {**SESSION_CONF, **NO_AQE, "spark.sql.shuffle.partitions": str(scenario.partitions)}
     if scenario.writer == "jvm":
-        conf["spark.jars"] = jvm.session_jars()
+        conf["spark.jars"] = snippet_jar.session_jars()
     spark = started_session("rtm-demo-postgres", slots, conf, log_file, say)
     say(
         f'query     Kafka -> real-time mode (realTime="{args.interval}") -> Postgres via the {args.writer} writer; '

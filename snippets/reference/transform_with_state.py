@@ -3,7 +3,7 @@
     python snippets/reference/transform_with_state.py TOPIC
 
 runs the processor over TOPIC's keyed rows (on KAFKA_BOOTSTRAP_SERVERS) in micro-batch mode and prints the calls: one
-per key per batch. scripts/rtm_lab/probes/transform_with_state.py runs the JVM twin (snippets/jvm) in both modes.
+per key per batch. scripts/rtm_lab/apps/transform_with_state.py runs the JVM twin (snippets/jvm) in both modes.
 """
 
 import os

@@ -14,9 +14,9 @@ import pytest
 
 from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, postgres, sink_check, standalone
+from rtm_lab.apps.faults import RecordingSink
 from rtm_lab.benchmarks.sink import dropped_by_spark
 from rtm_lab.paths import state_dir
-from rtm_lab.probes.faults import RecordingSink
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
@@ -162,7 +162,7 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_s
 
 
 def run_fail_once(lab, topic: str, schema: str, folder: Path, master: str, *confs: str) -> list[tuple[int, ...]]:
-    """Run the pipeline in its own process with a writer that fails one task once (rtm_lab.probes.faults) on `master`; assert
+    """Run the pipeline in its own process with a writer that fails one task once (rtm_lab.apps.faults) on `master`; assert
     nothing was lost; return the opens of the task that failed as (partition, epoch, attempt)."""
     make_sink(lab, schema)
     events = produce(lab, topic, count=1000, duplicate_pct=10, bad_pct=2)
@@ -171,7 +171,7 @@ def run_fail_once(lab, topic: str, schema: str, folder: Path, master: str, *conf
     env = dict(os.environ, SPARK_MASTER=master)
     run = subprocess.run(
         [
-            *(sys.executable, "-m", "rtm_lab.probes.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
+            *(sys.executable, "-m", "rtm_lab.apps.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
             *("--dsn", lab.postgres_dsn, "--schema", schema, "--checkpoint", str(folder / "checkpoint")),
             *("--marker", str(marker), "--poison-key", str(poison)),
             *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),

@@ -21,7 +21,7 @@ import pytest
 
 from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, processes, sink_check, topics
-from rtm_lab.probes.submitted_pipeline import (
+from rtm_lab.apps.submitted_pipeline import (
     TABLE,
     Driver,
     add_write_log,

@@ -69,7 +69,7 @@ def test_console_sink_prints_once_per_batch(lab, kafka_topic, tmp_path):
                 sys.executable,
                 "-u",
                 "-m",
-                "rtm_lab.probes.console_sink",
+                "rtm_lab.apps.console_sink",
                 "--bootstrap",
                 lab.kafka_bootstrap,
                 "--topic",

@@ -111,13 +111,13 @@ class Pipeline:
                 {**ad_event(j), "session_id": f"prime{j // 2}", "event_id": -PRIMING + j} for j in range(PRIMING)
             ]
             self.slots = 2 * PARTITIONS  # real-time mode schedules the source and the shuffle stage at once
-            from rtm_lab.spark import session_jars
+            from rtm_lab.snippet_jar import session_jars
 
             # The JVM processor's jar (snippets/jvm, built with the page's recipe) must be in spark.jars at start.
             # The guide's session settings (the streaming shuffle's buffer wait), unless --spark-conf overrides them.
             self.conf = {
                 "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
-                "spark.jars": session_jars(jvm_snippets=True),
+                "spark.jars": session_jars(),
                 **_pipeline_session_conf(name),
             }
         else:

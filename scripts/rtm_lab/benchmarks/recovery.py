@@ -30,9 +30,7 @@ import psycopg2
 from psycopg2 import sql
 
 from rtm_lab import cli, loadgen, sink_check, topics
-from rtm_lab.generated import markdown_table
-from rtm_lab.intervals import interval_ms
-from rtm_lab.probes.submitted_pipeline import (
+from rtm_lab.apps.submitted_pipeline import (
     TABLE,
     Driver,
     add_write_log,
@@ -40,6 +38,8 @@ from rtm_lab.probes.submitted_pipeline import (
     first_write_after,
     query_one,
 )
+from rtm_lab.generated import markdown_table
+from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 

@@ -32,7 +32,7 @@ import psycopg2
 from psycopg2 import sql
 from pyspark.errors import StreamingQueryException
 
-from rtm_lab import cli, jvm, lab, latency, loadgen, machine, plans, sink_check, topics
+from rtm_lab import cli, lab, latency, loadgen, machine, plans, sink_check, snippet_jar, topics
 from rtm_lab.errors import LabError
 from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import WaitTimeout, wait_until
@@ -410,7 +410,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         say(f"spark     local[{slots}], {len(chosen)} scenario(s)")
         conf = {**SESSION_CONF, "spark.sql.shuffle.partitions": str(args.partitions)}
         if any(s.writer == "jvm" for s in chosen):
-            conf["spark.jars"] = jvm.session_jars()  # before the session starts: Spark reads it once
+            conf["spark.jars"] = snippet_jar.session_jars()  # before the session starts: Spark reads it once
         spark = spark_session("rtm-bench-sink", slots=slots, conf=conf)
         runs = []
         load_at_start = round(os.getloadavg()[0], 2)

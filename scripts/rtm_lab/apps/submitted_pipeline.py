@@ -101,9 +101,9 @@ class Driver:
         spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
         py_files = [kafka_to_postgres.__file__, postgres_sink.__file__]
         if self.writer == "jvm":
-            from rtm_lab import jvm
+            from rtm_lab import snippet_jar
 
-            jars = jvm.session_jars()
+            jars = snippet_jar.session_jars()
             py_files.append(postgres_jvm_writer.__file__)
         else:
             jars = ",".join(str(p) for p in connector_jars())

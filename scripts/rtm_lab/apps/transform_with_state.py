@@ -1,6 +1,6 @@
 """transformWithState run by the tests: the JVM twin of the page's processor in micro-batch and in real-time mode.
 
-    python -m rtm_lab.probes.transform_with_state --bootstrap HOST:PORT
+    python -m rtm_lab.apps.transform_with_state --bootstrap HOST:PORT
 
 prints one JSON object: the calls the JVM CallRecorderProcessor (snippets/jvm) made in each mode. It runs in its own
 process because its jar must be in `spark.jars` when the session starts.
@@ -90,10 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.bootstrap:
         parser.error('no Kafka: pass --bootstrap or run `eval "$(python scripts/lab.py env)"` first')
-    from rtm_lab.spark import session_jars, spark_session
+    from rtm_lab.snippet_jar import session_jars
+    from rtm_lab.spark import spark_session
 
     # spark.jars is read when the session starts: the snippets jar goes in beside the Kafka connector.
-    conf = {**STATE_STORE, "spark.jars": session_jars(jvm_snippets=True)}
+    conf = {**STATE_STORE, "spark.jars": session_jars()}
     print(json.dumps(run_jvm(spark_session("transform-with-state", conf=conf), args.bootstrap)))
     return 0
 

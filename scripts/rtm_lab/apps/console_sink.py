@@ -1,6 +1,6 @@
 """A real-time query from a Kafka topic to the console sink, for the test of when the console prints.
 
-`python -m rtm_lab.probes.console_sink --bootstrap B --topic T --checkpoint C` prints `READY` once the real-time scan is
+`python -m rtm_lab.apps.console_sink --bootstrap B --topic T --checkpoint C` prints `READY` once the real-time scan is
 planned, then whatever the console sink prints, until stdin closes (or --timeout passes).
 """
 

@@ -1,9 +1,10 @@
-"""Compile the project's small JVM pieces (Java sources under snippets/jvm/rtmlab/) into a jar Spark can load.
+"""Build the jar of the JVM snippets (Java sources under snippets/jvm/rtmlab/) and the `spark.jars` that loads it.
 
 Some things OSS real-time mode runs well only on the JVM (a ForeachWriter, a StatefulProcessor). The sources are
 snippets like any other: pages include them, and the build is the page's own recipe (`snippets/jvm/build_writer.sh`,
 javac against PySpark's jars, then jar), run here with this JDK and this venv's Python, rebuilding only when a
-source or the recipe changes.
+source or the recipe changes. It builds from snippets/, so it sits above them in the layers (pyproject.toml's
+import-linter contract): the snippets' own code never imports it; their `__main__` takes the jar path instead.
 """
 
 import hashlib
@@ -17,6 +18,7 @@ from rtm_lab import jars
 from rtm_lab.errors import LabError
 from rtm_lab.java import java_executable
 from rtm_lab.paths import PROJECT_ROOT, state_dir
+from rtm_lab.spark import connector_jars
 
 JVM_SOURCES = PROJECT_ROOT / "snippets" / "jvm"
 BUILD_SCRIPT = JVM_SOURCES / "build_writer.sh"
@@ -59,8 +61,7 @@ def build(sources: Path = JVM_SOURCES) -> Path:
 
 
 def session_jars() -> str:
-    """spark.jars for a session that can load the JVM snippets: the Kafka connector, their jar and PgJDBC."""
-    from rtm_lab.spark import connector_jars
-
+    """`spark.jars` (read once, when a session starts) for a session that loads the JVM snippets: the Kafka
+    connector, the snippets' jar (the JVM processor and Postgres writer) and PgJDBC, which that writer needs."""
     paths = [*connector_jars(), build(), *jars.ensure("postgres-jdbc", quiet=True)]
     return ",".join(str(p) for p in paths)
