@@ -26,7 +26,9 @@ class Setting:
     name: str
     what: str
     spark_conf: dict = field(default_factory=dict)
-    fetch_wait_ms: int | None = None  # None: the benchmark's own value (rtm_lab.benchmarks.latency.FETCH_MAX_WAIT_MS)
+    fetch_wait_ms: int | None = (
+        None  # None: the benchmark's own value (rtm_lab.benchmarks.latency_child.FETCH_MAX_WAIT_MS)
+    )
 
 
 def _gc(flags: str) -> dict:
@@ -64,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    from rtm_lab.benchmarks import latency, run_record
+    from rtm_lab.benchmarks import latency_child as latency
+    from rtm_lab.benchmarks import run_record
 
     preset = QUICK if args.quick else FULL
     rate, seconds, warmup = args.rate or preset["rate"], args.seconds or preset["seconds"], preset["warmup"]

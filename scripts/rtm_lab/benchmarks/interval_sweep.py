@@ -152,7 +152,8 @@ def assemble(done: list[dict], intervals: list[str], modes: list[str]) -> list[d
 
 
 def main(args: argparse.Namespace, command: str, rate: float, seconds: float, warmup: float, preset: dict) -> int:
-    from rtm_lab.benchmarks import latency, run_record, sweep_report
+    from rtm_lab.benchmarks import latency_child as latency
+    from rtm_lab.benchmarks import run_record, sweep_report
 
     intervals = args.rtm_interval or [latency.RTM_INTERVAL]
     repeat = args.repeat or 1
