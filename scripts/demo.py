@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 
-from rtm_lab import cli, lab, latency, loadgen, paths, plans, snippet_jar, topics
+from rtm_lab import cli, lab, loadgen, paths, percentiles, plans, snippet_jar, topics
 from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             f"query     running in real-time mode ({plans.REAL_TIME_SCAN} in the plan); producing "
             f"{args.rate:.0f} events/s for {args.seconds:.0f}s"
         )
-        reader = latency.SinkLatencyReader(bootstrap, sink).start()
+        reader = topics.SinkLatencyReader(bootstrap, sink).start()
         result: dict = {}
         producer = threading.Thread(
             target=lambda: result.update(stats=loadgen.produce_at_rate(bootstrap, source, args.rate, args.seconds)),
@@ -214,10 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         while producer.is_alive():
             producer.join(timeout=2)
             recent = [ms for _, ms in reader.samples[-int(args.rate * 2) :]]
-            window = latency.summarize(recent)
+            window = percentiles.summarize(recent)
             say(
                 f"  t={time.monotonic() - began:5.1f}s  delivered={len(reader.samples):>7}  "
-                f"last 2 s: {latency.format_summary(window)}"
+                f"last 2 s: {percentiles.format_summary(window)}"
             )
         stats = result["stats"]
         deadline = time.monotonic() + 30
@@ -227,15 +227,15 @@ def main(argv: list[str] | None = None) -> int:
         query.stop()
         ended_cleanly = query.exception() is None
         warmup_ids = int(args.rate * args.warmup)
-        steady = latency.summarize([ms for event_id, ms in reader.samples if event_id >= warmup_ids])
-        everything = latency.summarize([ms for _, ms in reader.samples])
+        steady = percentiles.summarize([ms for event_id, ms in reader.samples if event_id >= warmup_ids])
+        everything = percentiles.summarize([ms for _, ms in reader.samples])
         missing = stats.sent - len(reader.seen_ids)
         say("")
         say(f"produced   {stats.sent} events at {stats.achieved_rate:.0f}/s (asked {args.rate:.0f}/s)")
         say(f"delivered  {len(reader.seen_ids)}  missing {missing}  duplicates {reader.duplicates}")
         say("end-to-end latency, Kafka in -> Kafka out (broker LogAppendTime stamps):")
-        say(f"  after the first {args.warmup:.0f}s  {latency.format_summary(steady)}")
-        say(f"  all events        {latency.format_summary(everything)}")
+        say(f"  after the first {args.warmup:.0f}s  {percentiles.format_summary(steady)}")
+        say(f"  all events        {percentiles.format_summary(everything)}")
         return 0 if missing == 0 else 1
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 
 from rtm_lab import cli
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.skillgen.commands import run
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--root", type=cli.existing_dir, default=ROOT, help="repository root (default: this checkout)")
+    parser.add_argument(
+        "--root", type=cli.existing_dir, default=PROJECT_ROOT, help="repository root (default: this checkout)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("generate", help="render the skill files and the manifest")
     sub.add_parser("validate", help="check the skill is current and well-formed (non-zero exit if not)")

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtm_lab.generated import generated_note, markdown_table, write_or_check
+from rtm_lab.paths import PROJECT_ROOT
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+RESULTS = PROJECT_ROOT / "docs" / "results"
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from rtm_lab.paths import PROJECT_ROOT
 from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_every_spark_error(lab):
     cmd = [sys.executable, "scripts/demo.py", "--rate", "500", "--seconds", "8", "--warmup", "2"]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=280)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
 

@@ -115,16 +115,14 @@ def start_pipeline(
     writer,
     checkpoint: str,
     dedup: bool = False,
-    real_time: str = REAL_TIME_INTERVAL,
+    interval: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
     """`writer` is a Python ForeachWriter (PostgresSink) or a JVM one (the PostgresUpsertWriter's py4j object)."""
     events = parse_events(read_kafka(spark, bootstrap, topic))
     if dedup:
         # Stateful; real-time mode accepts it from Spark 4.3. Without a watermark the state keeps every key seen.
         events = events.dropDuplicates(["dedup_key"])
-    stream = (
-        events.writeStream.option("checkpointLocation", checkpoint).outputMode("update").trigger(realTime=real_time)
-    )
+    stream = events.writeStream.option("checkpointLocation", checkpoint).outputMode("update").trigger(realTime=interval)
     if isinstance(writer, JavaObject):
         # PySpark's foreach() takes Python writers only; the JVM DataStreamWriter takes any ForeachWriter[Row].
         stream._jwrite = stream._jwrite.foreach(writer)

@@ -54,7 +54,7 @@ def main() -> None:
         writer,
         args.checkpoint,
         dedup=args.dedup,
-        real_time=args.interval,
+        interval=args.interval,
     )
     print(f"started query {query.id} (run {query.runId}) reading {args.topic}", flush=True)
     query.awaitTermination()

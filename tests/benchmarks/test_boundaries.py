@@ -4,14 +4,13 @@ stall's time goes, and the command's refusal of bad input before it starts anyth
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from rtm_lab.benchmarks import boundaries
 from rtm_lab.benchmarks.boundaries import Batch
+from rtm_lab.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000_000  # an epoch ms
 
 
@@ -138,7 +137,7 @@ def test_timeline_buckets_and_fine_tail_cdf():
 )
 def test_bad_input_exits_2_with_one_line_before_starting_anything(args, says, tmp_path):
     cmd = [sys.executable, "scripts/bench.py", "latency", "--json", str(tmp_path / "x.json"), *args]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "error: " in lines[0] and says in lines[0], done.stderr

@@ -7,13 +7,11 @@ Structure and delivery only: this suite shares a small machine, so no absolute t
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from rtm_lab.benchmarks.interval_sweep import FIGURES
-
-ROOT = Path(__file__).resolve().parents[2]
+from rtm_lab.paths import PROJECT_ROOT
 
 
 @pytest.mark.slow
@@ -25,7 +23,7 @@ def test_tiny_sweep_crosses_a_boundary_and_measures_its_stall(lab, tmp_path):
         *("--rtm-interval", "5 seconds", "--rtm-interval", "10 seconds"),
         *("--mode", "realtime", "--mode", "microbatch_500ms", "--json", str(out), "--plot", str(plot)),
     ]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=880)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     result = json.loads(out.read_text())

@@ -6,11 +6,12 @@ and the prose is rewritten with it.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+from rtm_lab.paths import PROJECT_ROOT
+
+RESULTS = PROJECT_ROOT / "docs" / "results"
 
 
 def sweep_rows() -> dict[str, dict]:

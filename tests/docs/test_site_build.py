@@ -1,12 +1,10 @@
 """The site builds with `mkdocs build --strict` (broken links, missing includes and nav problems fail it)."""
 
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from rtm_lab.paths import PROJECT_ROOT
 
 
 def test_strict_build_renders_every_page(built_site):
-    pages = sorted(p.relative_to(ROOT / "docs") for p in (ROOT / "docs").rglob("*.md"))
+    pages = sorted(p.relative_to(PROJECT_ROOT / "docs") for p in (PROJECT_ROOT / "docs").rglob("*.md"))
     pages = [p for p in pages if p.parts[0] != "results"]
     assert pages, "docs/ has no pages"
     for page in pages:
@@ -26,12 +24,12 @@ def test_every_page_has_a_title_and_description():
     from rtm_lab.skillgen.markdown import RenderError, read_page
 
     problems = []
-    for path in sorted((ROOT / "docs").rglob("*.md")):
-        rel = path.relative_to(ROOT)
+    for path in sorted((PROJECT_ROOT / "docs").rglob("*.md")):
+        rel = path.relative_to(PROJECT_ROOT)
         if rel.parts[1] == "results":
             continue
         try:
-            read_page(ROOT, rel)
+            read_page(PROJECT_ROOT, rel)
         except RenderError as exc:
             problems.append(str(exc))
     assert not problems, "\n".join(problems)
@@ -45,8 +43,8 @@ def test_missing_results_file_fails_the_strict_build(tmp_path):
     import sys
 
     for folder in ("docs", "snippets"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "mkdocs.yml", tmp_path)
+        shutil.copytree(PROJECT_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT_ROOT / "mkdocs.yml", tmp_path)
     for table in (tmp_path / "docs" / "results").glob("*.md"):
         table.unlink()
     result = subprocess.run(

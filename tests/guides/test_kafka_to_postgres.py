@@ -16,15 +16,11 @@ from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, postgres, sink_check, standalone
 from rtm_lab.apps.faults import RecordingSink
 from rtm_lab.benchmarks.sink import dropped_by_spark
+from rtm_lab.intervals import TEST_INTERVAL
 from rtm_lab.paths import state_dir
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
-
-# The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
-# writer's rows released) within seconds.
-TEST_INTERVAL = "5 seconds"
-
 
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
@@ -97,7 +93,7 @@ def test_bad_input_is_dead_lettered_and_counts_reconcile_with_dedup(
 
     query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, dedup=True, real_time=TEST_INTERVAL
+            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, dedup=True, interval=TEST_INTERVAL
         )
     )
     assert_exact(lab, pg_schema, events, query)
@@ -113,7 +109,7 @@ def test_stop_and_restart_from_checkpoint_loses_nothing(spark, lab, kafka_topic,
     events = produce(lab, topic, count=600, duplicate_pct=10, bad_pct=2)
 
     first = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, real_time=TEST_INTERVAL)
+        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
     )
     mid = sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, rows=1, timeout_s=90, query=first)
     producer = produce_in_background(lab, topic, events, count=600, rate=150)
@@ -121,7 +117,7 @@ def test_stop_and_restart_from_checkpoint_loses_nothing(spark, lab, kafka_topic,
     first.stop()
 
     second = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, real_time=TEST_INTERVAL)
+        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
     )
     producer.join(timeout=60)
     assert_exact(lab, pg_schema, events, second)
@@ -150,7 +146,7 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_s
     events = produce(lab, topic, count=600, duplicate_pct=10)
 
     query = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, real_time=TEST_INTERVAL)
+        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
     )
     mid = sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, rows=1, timeout_s=90, query=query)
     producer = produce_in_background(lab, topic, events, count=600, rate=150)
@@ -227,7 +223,7 @@ def test_spark_opens_and_closes_the_writer_once_per_task_and_real_time_batch(
     calls = tmp_path / "calls.log"
     events = produce(lab, topic, count=300)
     sink = RecordingSink(config, str(calls), checkpoint)
-    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, topic, sink, checkpoint, real_time=TEST_INTERVAL))
+    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, topic, sink, checkpoint, interval=TEST_INTERVAL))
     sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, len(events.keys), timeout_s=90, query=query)
     wait_until(lambda: len(query.recentProgress) >= 3, 60, "three finished real-time batches", abort=query.exception)
     query.stop()

@@ -2,15 +2,15 @@
 the published table comes from the benchmark command, and its file has the structure the page relies on."""
 
 import json
-from pathlib import Path
 
 import pytest
 
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.probes import kafka_tuning
 from rtm_lab.probes.kafka_tuning import SETTINGS, Setting, median_queuing, run
 from snippets.reference.kafka_tuning import low_latency_kafka_source
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "kafka-tuning"
+RESULTS = PROJECT_ROOT / "docs" / "results" / "kafka-tuning"
 
 
 # Far enough apart that the effect dwarfs a busy machine's noise (the published table's 500 vs 50 ms is 8x quiet).

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.probes import readiness
 from rtm_lab.probes.harness import RUNS, Probe, probe
 from rtm_lab.probes.support_matrix import CASES
@@ -46,9 +47,8 @@ def test_generated_table_is_current():
         [sys.executable, "scripts/tables.py", "support-matrix", "--check"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
-    from pathlib import Path
 
-    table = (Path(__file__).resolve().parents[2] / "docs" / "results" / "support-matrix.md").read_text()
+    table = (PROJECT_ROOT / "docs" / "results" / "support-matrix.md").read_text()
     assert "| Operator | dropDuplicates | ✓ runs |" in table
 
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.skillgen import commands
 
-ROOT = Path(__file__).resolve().parents[2]
 SKILL = "spark-real-time-mode"
 FIX_HINT = "python scripts/skills.py generate"
 TEMPLATES = "scripts/rtm_lab/skillgen/templates"
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+VERSION = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 PAGE = """---
 title: Slot sizing
@@ -103,13 +103,13 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def sandbox(tmp_path) -> Path:
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    shutil.copytree(ROOT / TEMPLATES, tmp_path / TEMPLATES)
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(PROJECT_ROOT / TEMPLATES, tmp_path / TEMPLATES)
     (tmp_path / "snippets" / "quickstart").mkdir(parents=True)
-    shutil.copy(ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "snippets" / "quickstart")
+    shutil.copy(PROJECT_ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "snippets" / "quickstart")
     (tmp_path / "snippets" / "reference").mkdir()
     (tmp_path / "snippets" / "reference" / "slot_sizing.py").write_text(SNIPPET)
-    shutil.copy(ROOT / "snippets" / "reference" / "readiness_check.py", tmp_path / "snippets" / "reference")
+    shutil.copy(PROJECT_ROOT / "snippets" / "reference" / "readiness_check.py", tmp_path / "snippets" / "reference")
     (tmp_path / "docs" / "reference").mkdir(parents=True)
     (tmp_path / "docs" / "get-started.md").write_text("---\ntitle: Get started\ndescription: Start here.\n---\n")
     (tmp_path / "docs" / "reference" / "slot-sizing.md").write_text(PAGE)
@@ -128,7 +128,7 @@ def assert_fails_with_fix(root: Path, *expected: str) -> str:
 
 
 def test_the_skill_ships_the_readiness_checker_with_a_manifest_entry(sandbox):
-    source = (ROOT / "snippets" / "reference" / "readiness_check.py").read_bytes()
+    source = (PROJECT_ROOT / "snippets" / "reference" / "readiness_check.py").read_bytes()
     shipped = sandbox / "skills" / SKILL / "scripts" / "rtm_check.py"
     assert shipped.read_bytes() == source
     manifest = json.loads((sandbox / "manifest.json").read_text())
@@ -295,7 +295,10 @@ def test_package_refuses_a_stale_skill(sandbox, tmp_path):
 def test_the_repository_skill_is_current():
     """What CI holds to: the committed skill matches the committed docs and snippets (run as CI runs it)."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "skills.py"), "validate"], capture_output=True, text=True, timeout=60
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "skills.py"), "validate"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
 
@@ -319,7 +322,7 @@ def test_the_skill_expands_includes_with_the_sites_snippet_settings():
 
     from rtm_lab.skillgen.markdown import SNIPPETS_CONFIG
 
-    extensions = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
+    extensions = yaml.safe_load((PROJECT_ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
     site = next(e["pymdownx.snippets"] for e in extensions if isinstance(e, dict) and "pymdownx.snippets" in e)
     assert site == {**SNIPPETS_CONFIG, "base_path": ["."]}
 
@@ -476,9 +479,9 @@ def test_an_unknown_case_in_the_template_is_refused(sandbox):
 
 def test_no_template_or_second_skill_under_skills():
     """A tool that scans skills/ for SKILL.md must find exactly the rendered skill."""
-    found = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "skills").rglob("SKILL.md"))
+    found = sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in (PROJECT_ROOT / "skills").rglob("SKILL.md"))
     assert found == [f"skills/{SKILL}/SKILL.md"]
-    assert "--8<--" not in (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+    assert "--8<--" not in (PROJECT_ROOT / "skills" / SKILL / "SKILL.md").read_text()
 
 
 # ---- The "Can I ...?" table -----------------------------------------------------------------------------------------
@@ -487,7 +490,7 @@ CAN_I_ROWS = 20
 
 
 def can_i_rows() -> list[list[str]]:
-    text = (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+    text = (PROJECT_ROOT / "skills" / SKILL / "SKILL.md").read_text()
     section = text.split("## Can I ...?", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| Can I")]
     return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
@@ -514,7 +517,7 @@ def section_of(path: Path, anchor: str) -> str:
 def test_can_i_table_rows_link_existing_sections_that_back_them():
     rows = can_i_rows()
     assert len(rows) == CAN_I_ROWS, [r[0] for r in rows]
-    skill_dir = ROOT / "skills" / SKILL
+    skill_dir = PROJECT_ROOT / "skills" / SKILL
     for question, oss, databricks, proof in rows:
         links = re.findall(r"\]\((references/[^)#]+)#([^)]+)\)", proof)
         assert links, f"{question}: no link to a section"
@@ -556,7 +559,7 @@ def test_the_packaged_skill_loads_as_is(tmp_path):
     from rtm_lab.skillgen.checks import link_problems
     from rtm_lab.skillgen.frontmatter import frontmatter_problems
 
-    result = skills(ROOT, "package", "--out", str(tmp_path / "dist"))
+    result = skills(PROJECT_ROOT, "package", "--out", str(tmp_path / "dist"))
     assert result.returncode == 0, result.stderr
     with zipfile.ZipFile(tmp_path / "dist" / f"{SKILL}.zip") as zf:
         zf.extractall(tmp_path / "skills")

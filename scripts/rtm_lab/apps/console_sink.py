@@ -10,12 +10,14 @@ import threading
 
 from pyspark.sql import functions as F
 
+from rtm_lab.intervals import TEST_INTERVAL
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("--bootstrap", "--topic", "--checkpoint"):
         parser.add_argument(name, required=True)
-    parser.add_argument("--interval", default="5 seconds", help="the realTime trigger interval")
+    parser.add_argument("--interval", default=TEST_INTERVAL, help="the realTime trigger interval")
     parser.add_argument("--timeout", type=float, default=120.0, help="stop after this many seconds")
     args = parser.parse_args()
 

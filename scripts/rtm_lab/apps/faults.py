@@ -8,12 +8,9 @@ import argparse
 import os
 from pathlib import Path
 
+from rtm_lab.intervals import TEST_INTERVAL
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig
-
-# The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
-# writer's rows released) within seconds.
-TEST_INTERVAL = "5 seconds"
 
 
 def _append(path: str, line: str) -> None:
@@ -108,7 +105,7 @@ def main() -> None:
     spark = spark_session("rtm-fault", conf=confs)
     config = SinkConfig(dsn=args.dsn, schema=args.schema, table="events", max_rows=200, max_dwell_ms=50)
     sink = FailOnceSink(config, args.poison_key, args.marker)
-    query = start_pipeline(spark, args.bootstrap, args.topic, sink, args.checkpoint, real_time=TEST_INTERVAL)
+    query = start_pipeline(spark, args.bootstrap, args.topic, sink, args.checkpoint, interval=TEST_INTERVAL)
     found = sink_check.wait_for(
         args.dsn, args.schema, "events", args.rows, args.dead_letters, timeout_s=args.timeout, query=query
     )

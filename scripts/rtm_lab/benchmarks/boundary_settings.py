@@ -16,8 +16,8 @@ from pathlib import Path
 from rtm_lab import cli
 from rtm_lab.benchmarks import interval_sweep
 from rtm_lab.generated import generated_note, markdown_table
+from rtm_lab.intervals import TEST_INTERVAL
 
-INTERVAL = "5 seconds"
 ASYNC_BY_DEFAULT = "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"
 
 
@@ -83,7 +83,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         for i in range(args.repeat):
             for setting in chosen:
                 print(f"({len(done) + 1}/{total}) repeat {i + 1}: {setting.name} ({setting.what}) ...", flush=True)
-                cfg = latency.settings(INTERVAL, setting.fetch_wait_ms or latency.FETCH_MAX_WAIT_MS)
+                cfg = latency.settings(TEST_INTERVAL, setting.fetch_wait_ms or latency.FETCH_MAX_WAIT_MS)
                 extra = ["--observe-boundaries"]
                 for key, value in setting.spark_conf.items():
                     extra += ["--spark-conf", f"{key}={value}"]
@@ -96,7 +96,9 @@ def main(args: argparse.Namespace, command: str) -> int:
         run_record.lab_down(started)
     rows = []
     for setting in chosen:
-        row = interval_sweep.row(setting.name, "realtime", INTERVAL, [d for d in done if d["setting"] == setting.name])
+        row = interval_sweep.row(
+            setting.name, "realtime", TEST_INTERVAL, [d for d in done if d["setting"] == setting.name]
+        )
         row["what"], row["spark_conf"] = setting.what, setting.spark_conf
         row["fetch_wait_ms"] = setting.fetch_wait_ms or latency.FETCH_MAX_WAIT_MS
         for run in row["runs"]:  # the timeline and CDF are the sweep's; this table needs only the figures
@@ -105,13 +107,13 @@ def main(args: argparse.Namespace, command: str) -> int:
         rows.append(row)
     result = {
         "benchmark": "boundary-settings",
-        "rtm_interval": INTERVAL,
+        "rtm_interval": TEST_INTERVAL,
         "rate": rate,
         "seconds": seconds,
         "warmup_s": warmup,
         "repeat": args.repeat,
         "rows": rows,
-        "settings": latency.settings(INTERVAL),
+        "settings": latency.settings(TEST_INTERVAL),
         **record.record(),
     }
     md = write(result, Path(args.json))

@@ -252,7 +252,7 @@ def run_mode(
     observe: bool = False,
     spark_conf: dict | None = None,
 ) -> dict:
-    from rtm_lab import latency, loadgen, topics
+    from rtm_lab import loadgen, percentiles, topics
     from rtm_lab.spark import spark_session
 
     say = lambda line: print(f"[{mode} @ {rate:.0f}/s] {line}", flush=True)  # noqa: E731
@@ -273,7 +273,7 @@ def run_mode(
         # Priming events (negative ids) go in before the query starts: in trial runs the first rows a new real-time
         # query handled took seconds (the whole first batch with data), so measurement starts once they are out.
         topics.produce_json(bootstrap, source, pipeline.priming, key_field=pipeline.key_field)
-        reader = latency.SinkLatencyReader(bootstrap, sink).start()
+        reader = topics.SinkLatencyReader(bootstrap, sink).start()
         try:
             query = start_query(spark, mode, bootstrap, source, sink, checkpoint, cfg, pipeline)
             first = wait_for_priming(query, reader, pipeline.priming_outputs)
@@ -302,7 +302,7 @@ def run_mode(
             recent = [ms for event_id, ms in reader.samples[-int(rate * 2) :] if event_id >= 0]
             say(
                 f"t={time.monotonic() - t0:4.1f}s delivered={delivered():>7} "
-                f"last 2 s: {latency.format_summary(latency.summarize(recent))}"
+                f"last 2 s: {percentiles.format_summary(percentiles.summarize(recent))}"
             )
         stats = holder["stats"]
         expected = pipeline.outputs(stats.sent)
@@ -316,7 +316,7 @@ def run_mode(
         warmup_ids = int(rate * warmup)
         measured = [(event_id, ms) for event_id, ms in reader.samples if event_id >= 0]
         steady = [ms for event_id, ms in measured if event_id >= warmup_ids]
-        result = latency.summarize(steady)
+        result = percentiles.summarize(steady)
         result.update(
             missing=expected - delivered(),
             sent=stats.sent,
@@ -347,7 +347,7 @@ def run_mode(
             result.update(boundary_observer.observe(spark, query, reader, cfg["rtm_interval"], warmup_ids))
         if trace:
             Path(trace).write_text("".join(f"{event_id},{ms}\n" for event_id, ms in measured))
-        say(f"done: {latency.format_summary(result)}  missing={result['missing']}")
+        say(f"done: {percentiles.format_summary(result)}  missing={result['missing']}")
         return result
     finally:
         if reader is not None:

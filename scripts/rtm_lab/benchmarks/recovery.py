@@ -39,12 +39,12 @@ from rtm_lab.apps.submitted_pipeline import (
     query_one,
 )
 from rtm_lab.generated import markdown_table
-from rtm_lab.intervals import interval_ms
+from rtm_lab.intervals import TEST_INTERVAL, interval_ms
 from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 
 FULL = {"intervals": ["1 minute", "5 minutes"], "rate": 1000.0, "tail_s": 30.0}
-QUICK = {"intervals": ["5 seconds"], "rate": 200.0, "tail_s": 5.0}
+QUICK = {"intervals": [TEST_INTERVAL], "rate": 200.0, "tail_s": 5.0}
 KILL_AT = 0.5
 PARTITIONS = 2
 SLOTS = PARTITIONS  # one task per source partition: the pipeline has no shuffle without --dedup

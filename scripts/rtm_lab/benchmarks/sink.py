@@ -32,7 +32,7 @@ import psycopg2
 from psycopg2 import sql
 from pyspark.errors import StreamingQueryException
 
-from rtm_lab import cli, lab, latency, loadgen, machine, plans, sink_check, snippet_jar, topics
+from rtm_lab import cli, lab, loadgen, machine, percentiles, plans, sink_check, snippet_jar, topics
 from rtm_lab.errors import LabError
 from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import WaitTimeout, wait_until
@@ -218,7 +218,7 @@ def run_scenario(spark, state, scenario: Scenario, say=print, keep_tables: bool 
         conn.close()
         drain_s = max(0.0, float(last_epoch or 0) - stopped_at)
         lost = len(events.keys - set(sink_check.keys(dsn, schema, TABLE)))
-        summary = latency.summarize(samples)
+        summary = percentiles.summarize(samples)
         run = {
             "scenario": asdict(scenario),
             "name": scenario.name,

@@ -16,12 +16,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from rtm_lab import plans, topics
+from rtm_lab.intervals import TEST_INTERVAL
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class, settings_restored
-
-# The minimum interval, not the recommended one: a probe needs batch ends (a Python foreach writer's rows, progress)
-# within seconds, and whether Spark accepts a query does not depend on the interval.
-PROBE_INTERVAL = "5 seconds"
 
 RUNS = "runs"
 AT_CALL = "fails at the call"  # PySpark itself refuses an argument (e.g. in `trigger()`), before start()
@@ -93,7 +90,7 @@ class Probe:
         return (
             df.writeStream.option("checkpointLocation", self.checkpoint)
             .outputMode("update")
-            .trigger(realTime=PROBE_INTERVAL)
+            .trigger(realTime=TEST_INTERVAL)
         )
 
     def to_kafka(self, df: DataFrame) -> StreamingQuery:

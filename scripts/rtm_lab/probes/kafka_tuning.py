@@ -44,7 +44,7 @@ SETTINGS = (
 
 def measure(spark: SparkSession, bootstrap: str, setting: Setting, rows: int, rate: float) -> dict:
     """Run one real-time query with `setting`, send `rows` paced rows, return latency percentiles (ms)."""
-    from rtm_lab import latency, topics
+    from rtm_lab import percentiles, topics
 
     source = topics.create_topic(bootstrap, topics.unique_name("tune-src"), 1, LOG_APPEND_TIME)
     sink = topics.create_topic(bootstrap, topics.unique_name("tune-sink"), 1, LOG_APPEND_TIME)
@@ -70,8 +70,8 @@ def measure(spark: SparkSession, bootstrap: str, setting: Setting, rows: int, ra
         "options": setting.options,
         "rows_sent": rows,
         "rows_received": len(measured),
-        "source_queuing": latency.summarize([r["source_queuing_ms"] for r in measured]),
-        "kafka_to_kafka": latency.summarize([r["kafka_to_kafka_ms"] for r in measured]),
+        "source_queuing": percentiles.summarize([r["source_queuing_ms"] for r in measured]),
+        "kafka_to_kafka": percentiles.summarize([r["kafka_to_kafka_ms"] for r in measured]),
     }
 
 

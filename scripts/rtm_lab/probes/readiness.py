@@ -18,12 +18,12 @@ from pathlib import Path
 
 from pyspark.sql.streaming import StreamingQuery
 
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.probes.harness import Outcome, Probe, probe
 from snippets.reference import errors
 from snippets.reference.readiness_check import Checked, Report, recording
 
-ROOT = Path(__file__).resolve().parents[3]
-RESULTS = ROOT / "docs" / "results" / "readiness-check.json"
+RESULTS = PROJECT_ROOT / "docs" / "results" / "readiness-check.json"
 SLOTS = 4  # the test session's local[4]
 
 
@@ -45,7 +45,7 @@ def agrees(report: Report, observed: Outcome) -> bool:
 def sample(args: list[str], env: dict[str, str], names: dict[str, str]) -> dict:
     """One real run of the CLI: its command (the run's fresh topic names shown as placeholders), exit code, output."""
     cmd = [sys.executable, "scripts/rtm_check.py", *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=PROJECT_ROOT, env=env, timeout=300, check=False)
     shown = " ".join(names.get(a, a) for a in cmd[1:])
     return {"command": f"python {shown}", "exit_code": done.returncode, "output": done.stdout.rstrip()}
 
@@ -120,7 +120,9 @@ def main() -> int:
     agreeing = sum(r["agree"] for r in rows)
     result = {"spark": SPARK_VERSION, "agree": agreeing, "cases": len(rows), "rows": rows, "samples": samples}
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"readiness check agrees with Spark on {agreeing}/{len(rows)} cases; wrote {RESULTS.relative_to(ROOT)}")
+    print(
+        f"readiness check agrees with Spark on {agreeing}/{len(rows)} cases; wrote {RESULTS.relative_to(PROJECT_ROOT)}"
+    )
     return 0 if agreeing == len(rows) else 1
 
 

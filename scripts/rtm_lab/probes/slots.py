@@ -22,6 +22,7 @@ from kafka import KafkaConsumer, TopicPartition
 from pyspark.sql import functions as F
 
 from rtm_lab import plans, topics
+from rtm_lab.intervals import TEST_INTERVAL
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.reference.errors import error_class
 from snippets.reference.readiness_check import rtm_check
@@ -29,7 +30,6 @@ from snippets.reference.slot_sizing import EXAMPLES, slots_needed
 
 # Every example needs 4 slots on these topics, so one run at local[4] and one at local[3] check them all.
 SOURCE_PARTITIONS = {"stateless": 4, "aggregation": 2, "deduplication": 2, "repartition": 2}
-REAL_TIME_INTERVAL = "5 seconds"
 
 
 @dataclass
@@ -87,7 +87,7 @@ def run_example(spark, bootstrap: str, name: str, timeout_s: float = 45.0) -> Ou
         _predict(spark, out, bootstrap, sink, outcome)
     if not spark.sparkContext.master.startswith("local"):
         outcome.executors_at_start = len(_running_tasks_per_executor(spark)) - 1  # minus the driver
-    query = topics.start_real_time_to_kafka(out, bootstrap, sink, REAL_TIME_INTERVAL)
+    query = topics.start_real_time_to_kafka(out, bootstrap, sink, TEST_INTERVAL)
     try:
         _watch(spark, query, bootstrap, sink, partitions, outcome, timeout_s)
     finally:
@@ -101,7 +101,7 @@ def _predict(spark, out, bootstrap: str, sink: str, outcome: Outcome) -> None:
     """What the readiness check says of this query at this session's slots, before it starts."""
     slots = int(spark.sparkContext.master[len("local[") : -1])
     options = {"kafka.bootstrap.servers": bootstrap, "topic": sink}
-    report = rtm_check(out, slots, sink="kafka", options=options, real_time=REAL_TIME_INTERVAL)
+    report = rtm_check(out, slots, sink="kafka", options=options, interval=TEST_INTERVAL)
     outcome.checker_verdict, outcome.checker_needs = list(report.verdict), report.slots_needed
     levels = [f.level for f in report.findings if f.what.startswith("slots:")]
     outcome.checker_slot_finding = levels[0] if levels else None

@@ -27,8 +27,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
+from rtm_lab.intervals import TEST_INTERVAL
 from rtm_lab.probes import mistakes, support_matrix
-from rtm_lab.probes.harness import AT_CALL, AT_RUN_TIME, AT_START, PROBE_INTERVAL, RUNS, Outcome, Probe, probe
+from rtm_lab.probes.harness import AT_CALL, AT_RUN_TIME, AT_START, RUNS, Outcome, Probe, probe
 from rtm_lab.versions import SPARK_VERSION
 
 QUICK_START, TRIGGER, SUPPORT = "Quick start", "Trigger", "Support matrix"
@@ -47,7 +48,7 @@ class Py4jProbe(Probe):
         from snippets.reference.setup import real_time_trigger
 
         writer = df.writeStream.option("checkpointLocation", self.checkpoint).outputMode("update")
-        return real_time_trigger(writer, self.spark, PROBE_INTERVAL)
+        return real_time_trigger(writer, self.spark, TEST_INTERVAL)
 
 
 # ---- The quick start and the trigger cases -----------------------------------------------------------------------
@@ -56,7 +57,7 @@ class Py4jProbe(Probe):
 def _quickstart_keyword(p: Probe) -> StreamingQuery:
     from snippets.quickstart.kafka_to_kafka import start_pipeline
 
-    return start_pipeline(p.spark, p.bootstrap, p.source(), p.sink(), p.checkpoint, interval=PROBE_INTERVAL)
+    return start_pipeline(p.spark, p.bootstrap, p.source(), p.sink(), p.checkpoint, interval=TEST_INTERVAL)
 
 
 def _kafka_writer(p: Probe, df) -> DataStreamWriter:
@@ -74,19 +75,19 @@ def _quickstart_py4j(p: Probe) -> StreamingQuery:
     from snippets.reference.setup import real_time_trigger
 
     raw = p.kafka()
-    return real_time_trigger(_kafka_writer(p, transform(raw)), p.spark, PROBE_INTERVAL).start()
+    return real_time_trigger(_kafka_writer(p, transform(raw)), p.spark, TEST_INTERVAL).start()
 
 
 def _setup_keyword(p: Probe) -> StreamingQuery:
     from snippets.reference.setup import start_real_time
 
-    return start_real_time(p.kafka().select("key", "value"), p.bootstrap, p.sink(), p.checkpoint, PROBE_INTERVAL)
+    return start_real_time(p.kafka().select("key", "value"), p.bootstrap, p.sink(), p.checkpoint, TEST_INTERVAL)
 
 
 def _setup_py4j(p: Probe) -> StreamingQuery:
     from snippets.reference.setup import real_time_trigger
 
-    return real_time_trigger(_kafka_writer(p, p.kafka().select("key", "value")), p.spark, PROBE_INTERVAL).start()
+    return real_time_trigger(_kafka_writer(p, p.kafka().select("key", "value")), p.spark, TEST_INTERVAL).start()
 
 
 def _py4j_one_second(p: Probe) -> StreamingQuery:
