@@ -697,7 +697,6 @@ def check_my_query(spark, bootstrap: str, source: str, sink: str, checkpoint: st
 # --8<-- [end:usage]
 
 
-# --8<-- [start:cli]
 def check_file(path: str, args: list[str], slots: int, source_partitions: int | None = None) -> Report:
     """Run a query file as `python PATH ARGS...` would, checking its first real-time `start()`."""
     import runpy
@@ -778,8 +777,6 @@ def main(argv: list[str] | None = None, jars: str | None = None) -> int:
     print(report.text())
     return report.exit_code
 
-
-# --8<-- [end:cli]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg2
 import pytest
+from sink_helpers import TABLE, assert_exact, produce
 
 from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, postgres, sink_check, standalone
@@ -25,27 +26,11 @@ from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_table
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
 
-TABLE = "events"
-# Which dead-letter reason each kind of bad input the generator sends must get.
-EXPECTED_REASON = {
-    "malformed_json": "malformed_json",
-    "missing_key": "missing_key",
-    "null_key": "missing_key",
-    "wrong_type": "wrong_type",
-    "oversized": "oversized",
-}
-
 
 def make_sink(lab, schema: str, **overrides) -> SinkConfig:
     config = SinkConfig(dsn=lab.postgres_dsn, schema=schema, table=TABLE, **{"max_rows": 200, **overrides})
     create_tables(config)
     return config
-
-
-def produce(lab, topic: str, count: int, rate: float = 5000, **mix) -> loadgen.EventMix:
-    events = loadgen.EventMix(**mix)
-    loadgen.produce_at_rate(lab.kafka_bootstrap, topic, rate, count=count, event=events)
-    return events
 
 
 def produce_in_background(lab, topic: str, events: loadgen.EventMix, count: int, rate: float) -> threading.Thread:
@@ -58,29 +43,6 @@ def produce_in_background(lab, topic: str, events: loadgen.EventMix, count: int,
     )
     thread.start()
     return thread
-
-
-def expected_reasons(events: loadgen.EventMix) -> dict[str, int]:
-    reasons: dict[str, int] = {}
-    for kind, reason in EXPECTED_REASON.items():
-        if events.counts[kind]:
-            reasons[reason] = reasons.get(reason, 0) + events.counts[kind]
-    return reasons
-
-
-def assert_exact(lab, schema: str, events: loadgen.EventMix, query) -> sink_check.SinkCounts:
-    found = sink_check.wait_for(
-        lab.postgres_dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=90, query=query
-    )
-    assert query.exception() is None
-    lost = len(events.keys) - found.distinct_keys
-    assert lost == 0, f"{lost} keys never reached Postgres"
-    assert found.duplicate_keys == 0
-    assert set(sink_check.keys(lab.postgres_dsn, schema, TABLE)) == events.keys
-    assert dict(found.reasons) == expected_reasons(events)
-    # The equation the issue asks for, every term counted on its own side.
-    assert events.valid + events.bad == found.distinct_keys + events.duplicates + found.dead_letters
-    return found
 
 
 def test_bad_input_is_dead_lettered_and_counts_reconcile_with_dedup(

@@ -10,6 +10,7 @@ from collections import Counter
 import psycopg2
 import pytest
 from psycopg2 import sql
+from sink_helpers import with_password
 
 from rtm_lab import loadgen, sink_check, topics
 from rtm_lab.intervals import TEST_INTERVAL
@@ -17,7 +18,6 @@ from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
-from tests.guides.conftest import with_password
 
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
