@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rtm_lab.errors import LabError, redact
 from rtm_lab.intervals import MIN_REAL_TIME_INTERVAL_MS, interval_ms
@@ -25,7 +26,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {redact(message)} (see {self.prog} --help)\n")
 
 
-def _number(text: str, kind: type) -> float | int:
+Number = TypeVar("Number", int, float)
+
+
+def _number(text: str, kind: Callable[[str], Number]) -> Number:
     try:
         return kind(text)
     except ValueError:
