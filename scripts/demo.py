@@ -40,12 +40,7 @@ NO_AQE = {"spark.sql.adaptive.enabled": "false"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = cli.Parser(
-        prog="demo.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("demo.py", __doc__)
     parser.add_argument("--pipeline", choices=("postgres", "kafka"), default="postgres", help="which demo to run")
     parser.add_argument("--rate", type=cli.positive_float, help="events per second (default 2000 postgres, 500 kafka)")
     parser.add_argument(

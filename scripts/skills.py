@@ -11,7 +11,6 @@ see scripts/rtm_lab/skillgen/parts.py), and whatever snippet or results files th
 file to its word budget and SKILL.md to the Agent Skills format.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -21,12 +20,7 @@ from rtm_lab.skillgen.commands import run
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(
-        prog="skills.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("skills.py", __doc__)
     parser.add_argument(
         "--root", type=cli.existing_dir, default=PROJECT_ROOT, help="repository root (default: this checkout)"
     )

@@ -13,7 +13,6 @@
 The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
 """
 
-import argparse
 import importlib
 import json
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtm_lab import cli
 from rtm_lab.generated import generated_note, markdown_table, write_or_check
 from rtm_lab.paths import PROJECT_ROOT
 
@@ -100,12 +100,7 @@ TABLES = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tables.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("tables.py", __doc__)
     parser.add_argument("name", choices=[*TABLES, "all"], help="which table")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is stale or missing")
     parser.add_argument("--results", type=Path, default=RESULTS, help="the results folder (%(default)s)")

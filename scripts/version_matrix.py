@@ -106,12 +106,7 @@ def parse_args(argv: list[str] | None):
     from rtm_lab.probes.version_cases import all_cases
 
     case_ids = [c.id for c in all_cases()]
-    parser = cli.Parser(
-        prog="version_matrix.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=cli.argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("version_matrix.py", __doc__)
     parser.add_argument(
         "--pyspark",
         action="append",

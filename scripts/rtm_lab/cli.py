@@ -26,6 +26,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {redact(message)} (see {self.prog} --help)\n")
 
 
+def parser_from_doc(prog: str, doc: str | None) -> Parser:
+    """An entry script's parser: `--help` shows the docstring's first paragraph, the usage, the options, then the rest
+    of the docstring as written (examples keep their line breaks)."""
+    summary, _, rest = (doc or "").partition("\n\n")
+    return Parser(
+        prog=prog, description=summary, epilog=rest or None, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
 Number = TypeVar("Number", int, float)
 
 

@@ -127,8 +127,10 @@ def test_timeline_buckets_and_fine_tail_cdf():
         (["--rate", "0"], "argument --rate: must be a finite number above 0"),
         (["--rate", "nan"], "argument --rate: must be a finite number above 0"),
         (["--rate=-5"], "argument --rate: must be a finite number above 0"),
-        (["--rtm-interval", "1 second"], "under the 5 seconds Spark accepts"),
-        (["--rtm-interval", "5 seconds", "--rtm-interval", "2 seconds"], "INVALID_STREAMING_REAL_TIME_MODE"),
+        (["--interval", "1 second"], "under the 5 seconds Spark accepts"),
+        (["--interval", "5 seconds", "--interval", "2 seconds"], "INVALID_STREAMING_REAL_TIME_MODE"),
+        (["--interval", "soon"], "cannot read the interval"),
+        # The flag's earlier name, which recorded commands use, reads into the same setting.
         (["--rtm-interval", "soon"], "cannot read the interval"),
         (["--repeat", "0"], "argument --repeat: must be an integer of at least 1"),
         (["--repeat", "2", "--rate", "1000", "--rate", "2000"], "one rate"),

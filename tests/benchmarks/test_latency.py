@@ -110,7 +110,7 @@ def test_a_shorter_streaming_shuffle_wait_cuts_the_stateful_real_time_median(lab
                 "ad_attribution",
             ),
             *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "10", "--warmup", "2"),
-            *("--rtm-interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
+            *("--interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
         ]
         done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

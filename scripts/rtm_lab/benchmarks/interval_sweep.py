@@ -1,8 +1,8 @@
-"""The interval sweep of `scripts/bench.py latency`: real-time mode once per `--rtm-interval` per repeat, the
+"""The interval sweep of `scripts/bench.py latency`: real-time mode once per `--interval` per repeat, the
 micro-batch modes once per repeat at the same rate, one row per interval (and per micro-batch mode) with the median
 and spread over the repeats.
 
-It runs when `--rtm-interval` is given more than once or `--repeat` is given. Each real-time run produces for
+It runs when `--interval` is given more than once or `--repeat` is given. Each real-time run produces for
 max(--seconds, interval + warm-up + MARGIN_S) seconds, capped by --max-seconds, so it crosses at least one real
 batch boundary where the cap allows; a row whose runs held none says so. The runs of one repeat follow each other
 (micro-batch modes, then each interval), so a load change on the machine spreads over rows instead of hitting one.
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeat",
         type=cli.positive_int,
         help="interval sweep: run every row this many times and report the median and the spread (min-max); "
-        "giving it, or --rtm-interval more than once, runs the sweep",
+        "giving it, or --interval more than once, runs the sweep",
     )
     parser.add_argument(
         "--max-seconds",
@@ -54,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def wanted(args: argparse.Namespace) -> bool:
-    return len(args.rtm_interval or []) > 1 or args.repeat is not None
+    return len(args.interval or []) > 1 or args.repeat is not None
 
 
 def _finite_positive(value: float) -> bool:
@@ -70,14 +70,14 @@ def check_arguments(args: argparse.Namespace, rates: list[float], seconds: float
         return f"--seconds {seconds:g} must be a positive number of seconds"
     if not (math.isfinite(warmup) and 0 <= warmup < seconds):
         return f"--warmup {warmup:g} must be at least 0 and below --seconds ({seconds:g})"
-    for text in args.rtm_interval or []:
+    for text in args.interval or []:
         try:
             ms = interval_ms(text)
         except ValueError as exc:
-            return f"--rtm-interval: {exc}"
+            return f"--interval: {exc}"
         if ms < MIN_REAL_TIME_INTERVAL_MS:
             return (
-                f"--rtm-interval {text!r} is under the 5 seconds Spark accepts for realTime (it would refuse the query "
+                f"--interval {text!r} is under the 5 seconds Spark accepts for realTime (it would refuse the query "
                 "with INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL); use '5 seconds' or more"
             )
     if args.repeat is not None and args.repeat < 1:
@@ -155,7 +155,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
     from rtm_lab.benchmarks import latency_child as latency
     from rtm_lab.benchmarks import run_record, sweep_report
 
-    intervals = args.rtm_interval or [latency.RTM_INTERVAL]
+    intervals = args.interval or [latency.RTM_INTERVAL]
     repeat = args.repeat or 1
     max_seconds = args.max_seconds or MAX_SECONDS["quick" if args.quick else "full"]
     modes = list(args.mode or latency.MODES)

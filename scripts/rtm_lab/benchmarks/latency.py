@@ -1,5 +1,5 @@
 """Latency benchmark (`scripts/bench.py latency`): the same Kafka -> Kafka query in each trigger mode, one after
-another, from broker timestamps; with several `--rtm-interval` values, the interval sweep (`interval_sweep`).
+another, from broker timestamps; with several `--interval` values, the interval sweep (`interval_sweep`).
 
 Each (rate, mode) pair runs in a child process (`rtm_lab.benchmarks.latency_child`); this module runs them in turn and
 writes the results file and its table.
@@ -92,7 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(AD_MODES)}, where {PYTHON_MICROBATCH} is the Python processor and the others the JVM one)",
     )
     parser.add_argument(
-        "--rtm-interval",
+        "--interval",
+        "--rtm-interval",  # its earlier name, kept so recorded commands still run
         action="append",
         help=f"real-time batch duration (default {RTM_INTERVAL}; {AD_RTM_INTERVAL} with --pipeline ad_attribution); "
         "repeat it for the interval sweep (see --repeat)",
@@ -153,7 +154,7 @@ def main(args: argparse.Namespace, command: str) -> int:
             warmup,
             tuple(args.mode or (AD_MODES if ad else MODES)),
             settings(
-                (args.rtm_interval or [AD_RTM_INTERVAL if ad else RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline
+                (args.interval or [AD_RTM_INTERVAL if ad else RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline
             ),
             args.trace_dir,
         )

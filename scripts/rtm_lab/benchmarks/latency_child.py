@@ -373,7 +373,7 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--warmup", type=cli.non_negative_float, required=True, help="seconds of events left out of percentiles"
     )
-    parser.add_argument("--rtm-interval", default=RTM_INTERVAL, help=f"real-time batch duration ({RTM_INTERVAL})")
+    parser.add_argument("--interval", default=RTM_INTERVAL, help=f"real-time batch duration ({RTM_INTERVAL})")
     parser.add_argument("--fetch-wait-ms", type=int, default=FETCH_MAX_WAIT_MS, help="kafka.fetch.max.wait.ms")
     parser.add_argument("--pipeline", choices=PIPELINES, default="passthrough")
     parser.add_argument("--out", required=True, help="where to write the result JSON")
@@ -385,7 +385,7 @@ def child_main(argv: list[str] | None = None) -> int:
         "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session"
     )
     args = parser.parse_args(argv)
-    cfg = settings(args.rtm_interval, args.fetch_wait_ms, args.pipeline)
+    cfg = settings(args.interval, args.fetch_wait_ms, args.pipeline)
     spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
     result = run_mode(
         args.mode,
@@ -412,7 +412,7 @@ def run_child(
             "-m",
             "rtm_lab.benchmarks.latency_child",
             *("--mode", mode, "--bootstrap", bootstrap, "--rate", str(rate), "--seconds", str(seconds)),
-            *("--warmup", str(warmup), "--rtm-interval", cfg["rtm_interval"]),
+            *("--warmup", str(warmup), "--interval", cfg["rtm_interval"]),
             *("--fetch-wait-ms", str(cfg["kafka_fetch_max_wait_ms"]), "--out", str(out)),
             *("--pipeline", cfg["pipeline"]),
             *extra,

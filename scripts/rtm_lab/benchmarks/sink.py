@@ -333,7 +333,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--writer", choices=tuple(WRITERS), help="only this writer's runs (with --rate: default jvm; else both)"
     )
     parser.add_argument(
-        "--rtm-interval",
+        "--interval",
+        "--rtm-interval",  # its earlier name, kept so recorded commands still run
         type=cli.spark_interval,
         default=REAL_TIME_INTERVAL,
         help=f'the real-time batch interval (default "{REAL_TIME_INTERVAL}", Spark\'s recommendation)',
@@ -377,7 +378,7 @@ def scenarios(args: argparse.Namespace) -> list[Scenario]:
         for s in chosen:
             s.dwell_ms = dwells[0]
     for s in chosen:
-        s.partitions, s.max_rows, s.interval = args.partitions, args.max_rows, args.rtm_interval
+        s.partitions, s.max_rows, s.interval = args.partitions, args.max_rows, args.interval
         if args.payload_bytes is not None:
             s.payload_bytes = args.payload_bytes
         if args.seconds is not None:

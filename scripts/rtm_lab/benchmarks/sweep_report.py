@@ -1,4 +1,4 @@
-"""Turn an interval sweep result (the JSON `scripts/bench.py latency --rtm-interval ... --rtm-interval ...` writes)
+"""Turn an interval sweep result (the JSON `scripts/bench.py latency --interval ... --interval ...` writes)
 into a Markdown table and a plot: latency over time with the batch boundaries marked, one panel per interval, and
 the latency CDF of every row. Generated files: the docs include them, nobody edits them by hand.
 """
