@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import interval_sweep
+from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import generated_note, markdown_table
 from rtm_lab.intervals import TEST_INTERVAL
 
@@ -72,28 +73,24 @@ def main(args: argparse.Namespace, command: str) -> int:
     preset = QUICK if args.quick else FULL
     rate, seconds, warmup = args.rate or preset["rate"], args.seconds or preset["seconds"], preset["warmup"]
     chosen = [BY_NAME[n] for n in args.setting] if args.setting else list(SETTINGS)
-    record = run_record.Run(command)
-    services = run_record.lab_up()
-    if services is None:
-        return 2
-    state, started = services
-    done = []
-    total = args.repeat * len(chosen)
-    try:
-        for i in range(args.repeat):
-            for setting in chosen:
-                print(f"({len(done) + 1}/{total}) repeat {i + 1}: {setting.name} ({setting.what}) ...", flush=True)
-                cfg = latency.settings(TEST_INTERVAL, setting.fetch_wait_ms or latency.FETCH_MAX_WAIT_MS)
-                extra = ["--observe-boundaries"]
-                for key, value in setting.spark_conf.items():
-                    extra += ["--spark-conf", f"{key}={value}"]
-                result = latency.run_child("realtime", state.kafka_bootstrap, rate, seconds, warmup, cfg, None, extra)
-                done.append({"repeat": i, "setting": setting.name, "seconds": seconds, "result": result})
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        run_record.lab_down(started)
+    with run_record.on_the_lab(command) as (record, state):
+        done = []
+        total = args.repeat * len(chosen)
+        try:
+            for i in range(args.repeat):
+                for setting in chosen:
+                    print(f"({len(done) + 1}/{total}) repeat {i + 1}: {setting.name} ({setting.what}) ...", flush=True)
+                    cfg = latency.settings(TEST_INTERVAL, setting.fetch_wait_ms or latency.FETCH_MAX_WAIT_MS)
+                    extra = ["--observe-boundaries"]
+                    for key, value in setting.spark_conf.items():
+                        extra += ["--spark-conf", f"{key}={value}"]
+                    result = latency.run_child(
+                        "realtime", state.kafka_bootstrap, rate, seconds, warmup, cfg, None, extra
+                    )
+                    done.append({"repeat": i, "setting": setting.name, "seconds": seconds, "result": result})
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     rows = []
     for setting in chosen:
         row = interval_sweep.row(
@@ -149,7 +146,7 @@ def markdown(result: dict) -> str:
             [row["what"], seen, len(row["runs"]), "-" if boundaries is None else f"{boundaries:g}"]
             + [cell(f[name]) for name in FIGURES]
         )
-    m, load, s = result["machine"], result["load_average"], result["settings"]
+    s = result["settings"]
     return "\n".join(
         [
             generated_note("python scripts/tables.py boundary-settings"),
@@ -159,13 +156,9 @@ def markdown(result: dict) -> str:
             f"{result['warmup_s']:.0f} s left out); median over {result['repeat']} run(s), range in brackets.",
             "",
             markdown_table(HEADER, rows, ["", "", "right", "right", "right", "right", "right", "right", "right"]),
-            f"- Machine: {m['cores']} cores, {m['memory_gib']} GiB, {m['cpu_model']}, {m['os']}",
-            f"- Load average (1/5/15 min): {' / '.join(map(str, load['start']))} at the start, "
-            f"{' / '.join(map(str, load['end']))} at the end",
-            "- Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
-            f"- Settings: `{s['spark_master']}`, {s['partitions']} partitions per topic, producer `linger.ms=0`",
-            f"- Command: `{result['command']}`",
-            f"- Run at {result['timestamp']} ({result['elapsed_s']:.0f} s in all)",
+            *record_lines(
+                result, f"`{s['spark_master']}`, {s['partitions']} partitions per topic, producer `linger.ms=0`"
+            ),
             "",
         ]
     )

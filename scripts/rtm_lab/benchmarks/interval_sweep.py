@@ -162,25 +162,21 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
     runs = plan(modes, intervals, repeat, seconds, warmup, max_seconds)
     estimate = sum(s + OVERHEAD_S for *_, s in runs) / 60
     print(f"interval sweep: {len(runs)} runs at {rate:,.0f} events/s, about {estimate:.0f} minutes", flush=True)
-    record = run_record.Run(command)
-    services = run_record.lab_up()
-    if services is None:
-        return 2
-    state, started = services
-    done = []
-    try:
-        for n, (i, mode, interval, secs) in enumerate(runs, 1):
-            label = f"{mode}" + (f' realTime="{interval}"' if interval else "")
-            print(f"({n}/{len(runs)}) repeat {i + 1}: {label} at {rate:.0f} events/s for {secs:.0f}s ...", flush=True)
-            cfg = latency.settings(interval or intervals[0], args.fetch_wait_ms, args.pipeline)
-            extra = ("--observe-boundaries",) if mode == "realtime" else ()
-            result = latency.run_child(mode, state.kafka_bootstrap, rate, secs, warmup, cfg, None, extra)
-            done.append({"repeat": i, "mode": mode, "interval": interval, "seconds": secs, "result": result})
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        run_record.lab_down(started)
+    with run_record.on_the_lab(command) as (record, state):
+        done = []
+        try:
+            for n, (i, mode, interval, secs) in enumerate(runs, 1):
+                label = f"{mode}" + (f' realTime="{interval}"' if interval else "")
+                print(
+                    f"({n}/{len(runs)}) repeat {i + 1}: {label} at {rate:.0f} events/s for {secs:.0f}s ...", flush=True
+                )
+                cfg = latency.settings(interval or intervals[0], args.fetch_wait_ms, args.pipeline)
+                extra = ("--observe-boundaries",) if mode == "realtime" else ()
+                result = latency.run_child(mode, state.kafka_bootstrap, rate, secs, warmup, cfg, None, extra)
+                done.append({"repeat": i, "mode": mode, "interval": interval, "seconds": secs, "result": result})
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     cfg = latency.settings(intervals[0], args.fetch_wait_ms, args.pipeline)
     result = {
         "benchmark": "latency-sweep",

@@ -139,31 +139,25 @@ def main(args: argparse.Namespace, command: str) -> int:
         return 2
     if interval_sweep.wanted(args):
         return interval_sweep.main(args, command, rates[0], seconds, warmup, QUICK if args.quick else FULL)
-    record = run_record.Run(command)
     if args.trace_dir:
         Path(args.trace_dir).mkdir(parents=True, exist_ok=True)
-    services = run_record.lab_up()
-    if services is None:
-        return 2
-    state, started = services
-    try:
-        result = run(
-            state.kafka_bootstrap,
-            rates,
-            seconds,
-            warmup,
-            tuple(args.mode or (AD_MODES if ad else MODES)),
-            settings(
-                (args.interval or [AD_RTM_INTERVAL if ad else RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline
-            ),
-            args.trace_dir,
-        )
-        result.update(record.record())
-    except RuntimeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        run_record.lab_down(started)
+    with run_record.on_the_lab(command) as (record, state):
+        try:
+            result = run(
+                state.kafka_bootstrap,
+                rates,
+                seconds,
+                warmup,
+                tuple(args.mode or (AD_MODES if ad else MODES)),
+                settings(
+                    (args.interval or [AD_RTM_INTERVAL if ad else RTM_INTERVAL])[0], args.fetch_wait_ms, args.pipeline
+                ),
+                args.trace_dir,
+            )
+            result.update(record.record())
+        except RuntimeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     md = latency_report.write(result, args.json, args.plot)
     print(latency_report.markdown(result))
     print(f"wrote {args.json}, {md}" + (f", {args.plot}" if args.plot else ""))

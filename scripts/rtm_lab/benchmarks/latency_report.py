@@ -6,6 +6,7 @@ Both are generated files: the docs include them, nobody edits them by hand.
 import json
 from pathlib import Path
 
+from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import markdown_table
 from rtm_lab.intervals import interval_ms
 
@@ -179,26 +180,13 @@ def markdown(result: dict) -> str:
 
 def run_details(result: dict) -> list[str]:
     """The footer every latency results table carries: machine, load (when recorded), versions, settings, command."""
-    machine, cfg = result["machine"], result["settings"]
-    lines = [
-        f"- Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}"
-    ]
-    if "load_average" in result:
-        load = result["load_average"]
-        lines.append(
-            f"- Load average (1/5/15 min): {' / '.join(f'{v:.2f}' for v in load['start'])} at the start, "
-            f"{' / '.join(f'{v:.2f}' for v in load['end'])} at the end"
-        )
-    return [
-        *lines,
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
-        f"- Settings: `{cfg['spark_master']}`, {cfg['partitions']} partitions per topic, "
+    cfg = result["settings"]
+    settings = (
+        f"`{cfg['spark_master']}`, {cfg['partitions']} partitions per topic, "
         f"`kafka.fetch.max.wait.ms={cfg['kafka_fetch_max_wait_ms']}`, producer `linger.ms={cfg['producer_linger_ms']}`"
-        + "".join(f", `{k}={v}`" for k, v in cfg.get("session_conf", {}).items()),
-        f"- Command: `{result['command']}`",
-        f"- Run at {result['timestamp']} ({result['elapsed_s']:.0f} s in all)",
-        "",
-    ]
+        + "".join(f", `{k}={v}`" for k, v in cfg.get("session_conf", {}).items())
+    )
+    return [*record_lines(result, settings), ""]
 
 
 def plot(result: dict, path: Path) -> None:

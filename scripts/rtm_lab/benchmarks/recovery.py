@@ -38,6 +38,7 @@ from rtm_lab.apps.submitted_pipeline import (
     first_write_after,
     query_one,
 )
+from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import markdown_table
 from rtm_lab.intervals import TEST_INTERVAL, interval_ms
 from rtm_lab.waiting import wait_until
@@ -196,7 +197,6 @@ def markdown(result: dict) -> str:
     from rtm_lab.generated import generated_note
 
     rows = [[f"{r[key]:,}" if isinstance(r[key], int) else r[key] for _, key, _ in COLUMNS] for r in result["runs"]]
-    m, load = result["machine"], result["load_average"]
     return "\n".join(
         [
             generated_note("python scripts/tables.py recovery"),
@@ -205,12 +205,7 @@ def markdown(result: dict) -> str:
             f"- Pipeline: Kafka ({PARTITIONS} partitions) -> real-time mode -> `foreach` {result['writer']} writer "
             f"-> Postgres upsert, `local[{SLOTS}]`, {result['rate']:,.0f} events/s, every key sent once; the driver "
             "(`spark-submit`) SIGKILLed and started again with the same checkpoint.",
-            f"- Machine: {m['cores']} cores, {m['memory_gib']} GiB, {m['cpu_model']}, {m['os']}",
-            f"- Load average (1/5/15 min): {' / '.join(map(str, load['start']))} at the start, "
-            f"{' / '.join(map(str, load['end']))} at the end",
-            "- Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()),
-            f"- Command: `{result['command']}`",
-            f"- Run at {result['timestamp']} ({result['elapsed_s']:.0f} s in all)",
+            *record_lines(result),
             "",
         ]
     )
@@ -258,37 +253,31 @@ def main(args: argparse.Namespace, command: str) -> int:
     preset = QUICK if args.quick else FULL
     intervals = args.interval or preset["intervals"]
     rate = args.rate or preset["rate"]
-    record = run_record.Run(command)
-    services = run_record.lab_up()
-    if services is None:
-        return 2
-    state, started = services
-    runs = []
-    try:
-        for n, interval in enumerate(intervals, 1):
-            print(f"({n}/{len(intervals)}) realTime={interval!r} at {rate:,.0f} events/s ...", flush=True)
+    with run_record.on_the_lab(command) as (record, state):
+        runs = []
+        try:
+            for n, interval in enumerate(intervals, 1):
+                print(f"({n}/{len(intervals)}) realTime={interval!r} at {rate:,.0f} events/s ...", flush=True)
 
-            def say(line: str, iv: str = interval) -> None:
-                print(f"  [{iv}] {line}", flush=True)
+                def say(line: str, iv: str = interval) -> None:
+                    print(f"  [{iv}] {line}", flush=True)
 
-            runs.append(
-                run_one(
-                    state.kafka_bootstrap,
-                    state.postgres_dsn,
-                    interval,
-                    rate,
-                    args.kill_at,
-                    preset["tail_s"],
-                    args.writer,
-                    say,
+                runs.append(
+                    run_one(
+                        state.kafka_bootstrap,
+                        state.postgres_dsn,
+                        interval,
+                        rate,
+                        args.kill_at,
+                        preset["tail_s"],
+                        args.writer,
+                        say,
+                    )
                 )
-            )
-            say(", ".join(f"{k}={v}" for k, v in runs[-1].items() if k not in ("interval", "rate", "writer")))
-    except (RuntimeError, LabError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        run_record.lab_down(started)
+                say(", ".join(f"{k}={v}" for k, v in runs[-1].items() if k not in ("interval", "rate", "writer")))
+        except (RuntimeError, LabError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     result = {
         "benchmark": "recovery",
         "rate": rate,

@@ -1,17 +1,18 @@
 """What every benchmark records beside its figures, and the lab it runs on.
 
 A results file must say where and under what load its numbers were measured: the machine, the pinned versions, the
-load average at the start and at the end, the command, when, and how long it took. `Run` keeps those from the moment a
-benchmark begins; `lab_up`/`lab_down` start the lab's services for the run and stop only those the run started.
+load average at the start and at the end, the command, when, and how long it took. `on_the_lab` is the frame of a
+run: `Run` keeps those from the moment a benchmark begins, the lab's services are started for the run and only those it
+started are stopped; `record_lines` writes them under the results table.
 """
 
+import contextlib
 import datetime as dt
-import sys
 import time
+from collections.abc import Iterator
 
 from rtm_lab import lab, machine
 from rtm_lab.benchmarks import load_average
-from rtm_lab.errors import LabError
 from rtm_lab.lab import LabState
 
 
@@ -40,15 +41,35 @@ class Run:
         }
 
 
-def lab_up() -> tuple[LabState, set[str]] | None:
-    """The lab's services and the names of those this call started; None (the reason printed) when they can't run."""
+@contextlib.contextmanager
+def on_the_lab(command: str) -> Iterator[tuple[Run, LabState]]:
+    """The frame of one benchmark run: its record begun (load average, clock), the lab's services up, started if they
+    were not running (a lab that cannot start raises LabError, which the entry script reports on one line, exit 2),
+    and on the way out, failures and Ctrl-C included, the services this run started stopped again."""
+    record = Run(command)
+    state, started = lab.up(log=_say)
     try:
-        return lab.up(log=_say)
-    except LabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return None
+        yield record, state
+    finally:
+        if started:
+            lab.down(only=started, log=_say)
 
 
-def lab_down(started: set[str]) -> None:
-    if started:
-        lab.down(only=started, log=_say)
+def record_lines(result: dict, settings: str | None = None) -> list[str]:
+    """The lines under every results table that say where and how its numbers were measured: machine, load average,
+    versions, the benchmark's own `settings` line, the command, when and how long."""
+    m, load = result["machine"], result.get("load_average")
+    lines = [f"- Machine: {m['cores']} cores, {m['memory_gib']} GiB, {m['cpu_model']}, {m['os']}"]
+    if load:  # results from before the load average was recorded have none
+        lines.append(
+            f"- Load average (1/5/15 min): {' / '.join(f'{v:.2f}' for v in load['start'])} at the start, "
+            f"{' / '.join(f'{v:.2f}' for v in load['end'])} at the end"
+        )
+    lines.append("- Versions: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()))
+    if settings:
+        lines.append(f"- Settings: {settings}")
+    lines += [
+        f"- Command: `{result['command']}`",
+        f"- Run at {result['timestamp']} ({result['elapsed_s']:.0f} s in all)",
+    ]
+    return lines
