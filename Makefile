@@ -31,6 +31,8 @@ demo: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 	$(PY) scripts/skills.py validate
 	$(PY) scripts/tables.py all --check
 

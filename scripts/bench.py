@@ -5,11 +5,11 @@ import argparse
 import shlex
 import sys
 
-from benchmarks import boundary_settings as bench_settings
-from benchmarks import latency as bench_latency
-from benchmarks import recovery as bench_recovery
-from benchmarks import sink as bench_sink
 from rtm_lab import cli
+from rtm_lab.benchmarks import boundary_settings as bench_settings
+from rtm_lab.benchmarks import latency as bench_latency
+from rtm_lab.benchmarks import recovery as bench_recovery
+from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.signals import exit_cleanly_on_termination
 
 BENCHMARKS = (

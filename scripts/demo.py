@@ -28,8 +28,8 @@ import tempfile
 import threading
 import time
 
-from benchmarks import sink as bench_sink
-from rtm_lab import cli, jvm, lab, latency, loadgen, paths, plans, topics, warmup
+from rtm_lab import cli, lab, loadgen, paths, percentiles, plans, snippet_jar, topics, warmup
+from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.signals import exit_cleanly_on_termination
@@ -46,12 +46,7 @@ NO_AQE = {"spark.sql.adaptive.enabled": "false"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = cli.Parser(
-        prog="demo.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("demo.py", __doc__)
     parser.add_argument("--pipeline", choices=("postgres", "kafka"), default="postgres", help="which demo to run")
     parser.add_argument("--rate", type=cli.positive_float, help="events per second (default 2000 postgres, 500 kafka)")
     parser.add_argument(
@@ -123,7 +118,7 @@ def figures(summary: dict) -> str:
 
 
 def e2e_figures(run: dict) -> dict:
-    """The sink benchmark's e2e_* fields as a latency.summarize() summary."""
+    """The sink benchmark's e2e_* fields as a percentiles.summarize() summary."""
     return {"n": run["e2e_samples"], **{k.removeprefix("e2e_"): v for k, v in run.items() if k.endswith("_ms")}}
 
 
@@ -233,7 +228,7 @@ def postgres_demo(state, args, say, log_file) -> int:
     say(f"spark     starting ({slots} task slots: {scenario.partitions} Kafka partitions, dedup={scenario.dedup}) ...")
     conf = {**SESSION_CONF, **NO_AQE, "spark.sql.shuffle.partitions": str(scenario.partitions)}
     if scenario.writer == "jvm":
-        conf["spark.jars"] = jvm.session_jars()
+        conf["spark.jars"] = snippet_jar.session_jars()
     spark = started_session("rtm-demo-postgres", slots, conf, log_file, say)
     rule = settle_rule(args)
     say(
@@ -299,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.rate:.0f} events/s: a warm-up until {rule.describe()} (at most {rule.max_s:g} s), then "
             f"{args.seconds:g} s measured"
         )
-        reader = latency.SinkLatencyReader(bootstrap, sink).start()
+        reader = topics.SinkLatencyReader(bootstrap, sink).start()
         result: dict = {}
         produced = [0]  # events handed to the producer so far; an event's id is its sequence number
 
@@ -338,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
                 recent = [ms for _, ms in reader.samples[-int(args.rate * 2) :]]
                 say(
                     f"  t={now - began:5.1f}s  delivered={delivered:>7}  behind {behind:>6}  "
-                    f"last 2 s: {latency.format_summary(latency.summarize(recent))}"
+                    f"last 2 s: {percentiles.format_summary(percentiles.summarize(recent))}"
                     + ("  (warm-up)" if warming else "")
                 )
             if ended:
@@ -352,8 +347,8 @@ def main(argv: list[str] | None = None) -> int:
         reader.stop()
         query.stop()
         ended_cleanly = query.exception() is None
-        warm = latency.summarize([ms for event_id, ms in reader.samples if event_id < cut_id])
-        steady = latency.summarize([ms for event_id, ms in reader.samples if event_id >= cut_id])
+        warm = percentiles.summarize([ms for event_id, ms in reader.samples if event_id < cut_id])
+        steady = percentiles.summarize([ms for event_id, ms in reader.samples if event_id >= cut_id])
         missing = stats.sent - len(reader.seen_ids)
         say("")
         say(f"produced        {stats.sent} events at {stats.achieved_rate:.0f}/s (asked {args.rate:.0f}/s)")

@@ -20,12 +20,7 @@ from rtm_lab.errors import LabError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = cli.Parser(
-        prog="generate_events.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("generate_events.py", __doc__)
     parser.add_argument("--topic", required=True, help="topic to write (created if missing)")
     parser.add_argument("--bootstrap", help="Kafka bootstrap servers (default: the lab's broker)")
     parser.add_argument("--rate", type=cli.positive_float, default=1000, help="records per second (default 1000)")

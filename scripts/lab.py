@@ -10,7 +10,6 @@
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
 
-import argparse
 import os
 import sys
 import time
@@ -22,12 +21,7 @@ from rtm_lab.signals import exit_cleanly_on_termination
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = cli.Parser(
-        prog="lab.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("lab.py", __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="start Kafka and PostgreSQL (idempotent)")
     down = sub.add_parser("down", help="stop what the lab started; leaves no process behind")

@@ -15,7 +15,6 @@
 The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
 """
 
-import argparse
 import importlib
 import json
 import sys
@@ -23,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rtm_lab import cli
 from rtm_lab.generated import generated_note, markdown_table, write_or_check
+from rtm_lab.paths import PROJECT_ROOT
 
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+RESULTS = PROJECT_ROOT / "docs" / "results"
 
 
 @dataclass(frozen=True)
@@ -43,24 +44,24 @@ def _cases_table(name: str, rows: Callable) -> Callable[[Path], str]:
 
 
 def _support_matrix_rows():
-    from probes.support_matrix import table_rows
+    from rtm_lab.probes.support_matrix import table_rows
 
     return table_rows()
 
 
 def _support_matrix(results: Path) -> str:
     """The matrix, then how often the readiness check predicted it (from readiness-check.json)."""
-    from probes.readiness import agreement_sentence
+    from rtm_lab.probes.readiness import agreement_sentence
 
     path = results / "readiness-check.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist: run `python -m probes.readiness` first.")
+        raise FileNotFoundError(f"{path} does not exist: run `python -m rtm_lab.probes.readiness` first.")
     table = _cases_table("support-matrix", _support_matrix_rows)(results)
     return table + "\n" + agreement_sentence(json.loads(path.read_text())) + "\n"
 
 
 def _mistakes_rows():
-    from probes.mistakes import table_rows
+    from rtm_lab.probes.mistakes import table_rows
 
     return table_rows()
 
@@ -80,7 +81,7 @@ def _from_json(json_name: str, module: str, function: str = "markdown") -> Calla
 
 def _stall_5s(results: Path) -> str:
     """The one stall figure for the 5 s boundary, from the sweep's JSON (and the settings run's, named apart)."""
-    from benchmarks.sweep_report import stall_sentence
+    from rtm_lab.benchmarks.sweep_report import stall_sentence
 
     return stall_sentence(*(json.loads((results / name).read_text()) for name in STALL_SOURCES))
 
@@ -89,37 +90,33 @@ STALL_SOURCES = ("latency-sweep.json", "boundary-settings.json")
 
 TABLES = {
     "support-matrix": Table("support-matrix.md", _support_matrix),
-    "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", "probes.readiness")),
+    "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", "rtm_lab.probes.readiness")),
     "errors": Table("errors.md", _cases_table("errors", _mistakes_rows)),
-    "latency": Table("latency.md", _from_json("latency.json", "benchmarks.latency_report")),
+    "latency": Table("latency.md", _from_json("latency.json", "rtm_lab.benchmarks.latency_report")),
     "ad-attribution-latency": Table(
-        "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", "benchmarks.latency_report")
+        "ad_attribution_latency.md", _from_json("ad_attribution_latency.json", "rtm_lab.benchmarks.latency_report")
     ),
-    "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", "benchmarks.sweep_report")),
+    "latency-sweep": Table("latency-sweep.md", _from_json("latency-sweep.json", "rtm_lab.benchmarks.sweep_report")),
     "latency-sweep-headline": Table(
-        "latency-sweep-headline.md", _from_json("latency-sweep.json", "benchmarks.sweep_report", "headline_markdown")
+        "latency-sweep-headline.md",
+        _from_json("latency-sweep.json", "rtm_lab.benchmarks.sweep_report", "headline_markdown"),
     ),
-    "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", "probes.kafka_tuning")),
-    "sink": Table("sink.md", _from_json("sink.json", "benchmarks.sink")),
-    "sink-5s": Table("sink-5s.md", _from_json("sink-5s.json", "benchmarks.sink")),
-    "sink-dwell": Table("sink-dwell.md", _from_json("sink-dwell.json", "benchmarks.sink")),
-    "sink-stretch": Table("sink-stretch.md", _from_json("sink-stretch.json", "benchmarks.sink")),
-    "recovery": Table("recovery.md", _from_json("recovery.json", "benchmarks.recovery")),
+    "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", "rtm_lab.probes.kafka_tuning")),
+    "sink": Table("sink.md", _from_json("sink.json", "rtm_lab.benchmarks.sink")),
+    "sink-5s": Table("sink-5s.md", _from_json("sink-5s.json", "rtm_lab.benchmarks.sink")),
+    "sink-dwell": Table("sink-dwell.md", _from_json("sink-dwell.json", "rtm_lab.benchmarks.sink")),
+    "sink-stretch": Table("sink-stretch.md", _from_json("sink-stretch.json", "rtm_lab.benchmarks.sink")),
+    "recovery": Table("recovery.md", _from_json("recovery.json", "rtm_lab.benchmarks.recovery")),
     "boundary-settings": Table(
-        "boundary-settings.md", _from_json("boundary-settings.json", "benchmarks.boundary_settings")
+        "boundary-settings.md", _from_json("boundary-settings.json", "rtm_lab.benchmarks.boundary_settings")
     ),
     "stall-5s": Table("stall-5s.md", _stall_5s),
-    "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "probes.version_cases")),
+    "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tables.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("tables.py", __doc__)
     parser.add_argument("name", choices=[*TABLES, "all"], help="which table")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is stale or missing")
     parser.add_argument("--results", type=Path, default=RESULTS, help="the results folder (%(default)s)")

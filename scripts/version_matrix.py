@@ -7,7 +7,7 @@
 Each version gets a venv of its own under the lab folder (RTM_LAB_DIR/version-matrix/pyspark-VERSION, built once from
 PyPI with the project's other pinned packages, reused afterwards; the project's .venv is never touched) and the Kafka
 connector jars jars.lock.json pins for it. The project's own code runs there from the working tree (PYTHONPATH), as
-`python -m probes.version_cases`, against the lab's Kafka (started if it is down, and stopped again). The results go
+`python -m rtm_lab.probes.version_cases`, against the lab's Kafka (started if it is down, and stopped again). The results go
 to --output (docs/results/version-matrix.json) and a generated table beside it; `scripts/tables.py version-matrix`
 renders the table again from the JSON. Heavy: several minutes per version on 2 cores. `make test-versions` runs it.
 """
@@ -88,7 +88,7 @@ def run_version(version: str, python: Path, bootstrap: str, only: list[str], spa
     spark_log.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="rtm-version-matrix-") as tmp:
         out = Path(tmp) / "cases.json"
-        command = [str(python), "-m", "probes.version_cases", "--jars", ",".join(map(str, connector))]
+        command = [str(python), "-m", "rtm_lab.probes.version_cases", "--jars", ",".join(map(str, connector))]
         command += ["--output", str(out), "--spark-log", str(spark_log)]
         command += [arg for case in only for arg in ("--only", case)]
         # stdout has the progress lines; stderr (Spark's Python workers' chatter, a crash's traceback) goes to a file.
@@ -103,15 +103,10 @@ def run_version(version: str, python: Path, bootstrap: str, only: list[str], spa
 
 
 def parse_args(argv: list[str] | None):
-    from probes.version_cases import all_cases
+    from rtm_lab.probes.version_cases import all_cases
 
     case_ids = [c.id for c in all_cases()]
-    parser = cli.Parser(
-        prog="version_matrix.py",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=cli.argparse.RawDescriptionHelpFormatter,
-    )
+    parser = cli.parser_from_doc("version_matrix.py", __doc__)
     parser.add_argument(
         "--pyspark",
         action="append",
@@ -145,9 +140,9 @@ def parse_args(argv: list[str] | None):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from probes.version_cases import markdown
     from rtm_lab import lab, machine
     from rtm_lab.generated import write_or_check
+    from rtm_lab.probes.version_cases import markdown
 
     versions = args.pyspark or list(VERSION_MATRIX_CONNECTORS)
     folder = args.venvs or state_dir() / "version-matrix"

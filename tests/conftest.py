@@ -14,7 +14,8 @@ import verified_by
 from rtm_lab import lab as lab_module
 from rtm_lab import standalone, topics
 from rtm_lab.lab import LabState
-from rtm_lab.spark import keep_on_loopback, session_jars, spark_session
+from rtm_lab.snippet_jar import session_jars
+from rtm_lab.spark import keep_on_loopback, spark_session
 
 # Before any session or child process starts: every Spark driver the tests start, in this process or in the
 # snippets and scripts they run as children, listens on loopback only (tests/lab/test_loopback.py checks it).
@@ -32,7 +33,7 @@ def lab() -> Iterator[LabState]:
 @pytest.fixture(scope="session")
 def spark(lab):
     # spark.jars is read once, at start-up: the JVM snippets (all of snippets/jvm in one jar) and PgJDBC go in now.
-    conf = {"spark.jars": session_jars(jvm_snippets=True)}
+    conf = {"spark.jars": session_jars()}
     session = spark_session("rtm-tests", slots=4, conf=conf)
     yield session
     for query in session.streams.active:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
+from rtm_lab.probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from snippets.reference.latency_metrics import start_stamped_query
 
 pytestmark = pytest.mark.slow

@@ -17,11 +17,9 @@ import numpy as np
 import psycopg2
 import pytest
 
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.warmup import SettleRule, Settling
 from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL
-
-ROOT = Path(__file__).resolve().parents[1]
-
 
 SETTLE_ROWS, SETTLE_S, MEASURE_S = 150, 2, 5
 NUMBER = r"([\d,.]+)"
@@ -33,7 +31,7 @@ FIGURES = r"p50 (\d+) ms  p95 (\d+) ms  p99 (\d+) ms  \(n=(\d+) "
 def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_every_spark_error(lab):
     cmd = [sys.executable, "scripts/demo.py", "--rate", "500", "--seconds", str(MEASURE_S)]
     cmd += ["--settle-rows", str(SETTLE_ROWS), "--settle-seconds", str(SETTLE_S), "--warmup-max", "90"]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=280)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
 

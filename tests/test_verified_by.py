@@ -5,6 +5,8 @@ from pathlib import Path
 
 import verified_by as vb
 
+from rtm_lab.paths import PROJECT_ROOT
+
 PAGE = "docs/x.md"
 IDS = ["tests/a.py::test_one", "tests/a.py::test_two[p1]", "tests/a.py::test_two[p2]", "tests/b.py::test_three"]
 
@@ -49,7 +51,7 @@ def test_every_test_a_page_names_is_defined():
     assert len(found) > 50, "the pages name their tests in backticks; the pattern no longer finds them"
     for ref in found:
         path, _, name = ref.target.partition("::")
-        source = Path(vb.ROOT / path)
+        source = Path(PROJECT_ROOT / path)
         assert source.is_file(), ref
         if name:
             function = name.split("[")[0]

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
+from rtm_lab.paths import PROJECT_ROOT
+
+DOCS = PROJECT_ROOT / "docs"
 REFERENCE = re.compile(r"`(tests/[\w./-]+\.py(?:::[\w]+(?:\[[^\]`]*\])?)?)`")
 
 PASSED, SKIPPED, FAILED = "passed", "skipped", "failed"

@@ -11,6 +11,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from rtm_lab.errors import LabError, redact
 from rtm_lab.intervals import MIN_REAL_TIME_INTERVAL_MS, interval_ms
@@ -25,7 +26,19 @@ class Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {redact(message)} (see {self.prog} --help)\n")
 
 
-def _number(text: str, kind: type) -> float | int:
+def parser_from_doc(prog: str, doc: str | None) -> Parser:
+    """An entry script's parser: `--help` shows the docstring's first paragraph, the usage, the options, then the rest
+    of the docstring as written (examples keep their line breaks)."""
+    summary, _, rest = (doc or "").partition("\n\n")
+    return Parser(
+        prog=prog, description=summary, epilog=rest or None, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
+Number = TypeVar("Number", int, float)
+
+
+def _number(text: str, kind: Callable[[str], Number]) -> Number:
     try:
         return kind(text)
     except ValueError:

@@ -19,7 +19,8 @@ def wrapped_command(command: str, width: int = 80) -> str:
     block shows it without scrolling sideways, and it still pastes as one command. Quoted words stay whole."""
     lexer = shlex.shlex(command, posix=False)
     lexer.whitespace_split = True
-    lines, line = [], ""
+    lines: list[str] = []
+    line = ""
     for word in lexer:
         indent = "    " if lines else ""
         if line and len(indent) + len(line) + 1 + len(word) + 2 > width:
@@ -48,3 +49,34 @@ def write_or_check(text: str, output: Path, check: bool, command: str) -> int:
     output.write_text(text)
     print(f"wrote {output}")
     return 0
+
+
+# A results table shows a setting only from the results file: a field the run did not record is "not recorded", never
+# today's default (which may not be what the run used).
+NOT_RECORDED = "not recorded"
+SHUFFLE_WAIT_CONF = "spark.shuffle.streaming.networkBufferMaxWaitTimeMs"
+
+
+def spark_settings(spark, **known) -> dict:
+    """The settings a latency figure depends on, read from the running session (`known`: those the benchmark sets
+    on the query itself, e.g. the interval and the Kafka fetch wait). The streaming shuffle's wait is Spark's
+    default when the session does not set it: recorded as such, with the value Spark's conf reports."""
+    conf = spark.sparkContext.getConf()
+    shuffle_wait = conf.get(SHUFFLE_WAIT_CONF, None)
+    return {
+        **known,
+        "spark_master": spark.sparkContext.master,
+        "streaming_shuffle_wait_ms": int(shuffle_wait) if shuffle_wait is not None else "Spark's default",
+    }
+
+
+def setting(record: dict, key: str, unit: str = "") -> str:
+    """`record["settings"][key]` (or `record[key]`) for a table, marked when it was recovered after the run (see "recovered" in the
+    file), or NOT_RECORDED."""
+    for recorded in (record.get("settings", {}), record):  # older files kept their settings at the top level
+        if key in recorded:
+            return f"{recorded[key]}{unit}"
+    recovered = record.get("recovered", {}).get("settings", {})
+    if key in recovered:
+        return f"{recovered[key]}{unit} (recovered)"
+    return NOT_RECORDED

@@ -5,6 +5,10 @@ import re
 UNITS_MS = {"millisecond": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
 # spark.sql.streaming.realTimeMode.minBatchDuration's default: a shorter realTime= is refused at start().
 MIN_REAL_TIME_INTERVAL_MS = 5000
+# The interval of tests, probes and quick runs: Spark's minimum, not the recommended 5 minutes, because they need batch
+# ends (offset commits, a Python writer's rows released, progress) within seconds, and whether Spark accepts a query
+# does not depend on the interval.
+TEST_INTERVAL = "5 seconds"
 _INTERVAL = re.compile(r"^\s*(?:interval\s+)?(\d+(?:\.\d+)?)\s*([a-z]+?)s?\s*$", re.IGNORECASE)
 
 

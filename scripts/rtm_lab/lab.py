@@ -232,6 +232,11 @@ def _postgres_up(state: LabState, log, spawned: set[str]) -> None:
     pid = postgres.server_pid(state_dir())
     if pid is not None:
         port = postgres.server_port(state_dir()) or previous.port
+        if port is None:
+            raise LabError(
+                f"PostgreSQL runs (pid {pid}) but its port is unknown (no postmaster.pid port, none recorded): stop it "
+                "with `python scripts/lab.py down`, then run `up` again."
+            )
         address = postgres.dsn(port)
         _wait_for_slow("postgres", pid, lambda: postgres.answers(address), postgres.log_path(state_dir()), log)
         state.postgres = Service("postgres", address, pid, port, running=True, started=processes.start_time(pid))
@@ -331,8 +336,9 @@ def status() -> LabState:
                 service.address = f"{ports.HOST}:{kafka.configured_port(_kafka_root())}"
         else:
             service.pid = postgres.server_pid(state_dir())
-            if service.pid and not service.address:
-                service.address = postgres.dsn(postgres.server_port(state_dir()))
+            port = postgres.server_port(state_dir()) if service.pid and not service.address else None
+            if port is not None:
+                service.address = postgres.dsn(port)
         service.running = bool(service.pid and service.address) and _answers(service)
         if service.pid and not service.running:
             service.detail = "running but not answering"

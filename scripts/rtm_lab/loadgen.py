@@ -151,7 +151,7 @@ def produce_at_rate(
         raise ValueError("give exactly one of seconds or count")
     from confluent_kafka import Producer
 
-    stats = LoadStats(target=count if count is not None else int(rate * seconds))
+    stats = LoadStats(target=count if count is not None else int(rate * (seconds or 0)))
     failed: list[str] = []
 
     def delivered(err, _msg) -> None:

@@ -20,7 +20,9 @@ def failure(query: StreamingQuery) -> BaseException | None:
     the real error class is not reachable from it.
     """
     try:
-        query.awaitTermination(0.001)
+        # PySpark annotates the timeout as int seconds but takes a float; 0 is refused by Spark ("Timeout has to be
+        # positive"), so 1 ms is the shortest wait that only asks.
+        query.awaitTermination(0.001)  # type: ignore[arg-type]
     except Exception as exc:
         return exc
     return None

@@ -1,6 +1,7 @@
 """Loopback ports: pick free ones, and refuse a requested one that is taken with a message that says what to do."""
 
 import socket
+from collections.abc import Set as AbstractSet
 
 from rtm_lab.errors import LabError
 
@@ -23,7 +24,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def choose(requested: int | None, env_name: str, previous: int | None = None, avoid: set[int] = frozenset()) -> int:
+def choose(
+    requested: int | None, env_name: str, previous: int | None = None, avoid: AbstractSet[int] = frozenset()
+) -> int:
     """A port for a service: the one the user asked for (must be free), else last run's if still free, else any."""
     if requested is not None:
         if not is_free(requested):

@@ -112,9 +112,18 @@ def _owner() -> tuple[int, int]:
 def _run_as_server(cmd: list[str], cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
     """Run a PostgreSQL tool as the server's user, in a folder it can enter, without the caller's PG* settings."""
     user = _server_user()
-    as_user = {"user": user, "group": _owner()[1], "extra_groups": []} if user else {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env, **as_user)
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+        user=user,
+        group=_owner()[1] if user else None,
+        extra_groups=[] if user else None,
+    )
 
 
 def _can_enter(user: str, path: Path) -> bool:
@@ -287,6 +296,7 @@ def start(lab_root: Path, port: int, on_spawn=None) -> int:
     bin_dir = find_bin_dir()
     assert bin_dir is not None
     home = server_home(lab_root)
+    assert home is not None  # server_home creates the folder unless told not to
     data = home / "data"
     log = home / "postgres.log"
     superuser = whoami()

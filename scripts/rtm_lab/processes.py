@@ -97,7 +97,6 @@ def spawn(
     program itself, not a wrapper such as runuser.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    as_user = {"user": user, "group": _group_of(user), "extra_groups": []} if user else {}
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "ab") as log:
         proc = subprocess.Popen(
@@ -108,7 +107,10 @@ def spawn(
             start_new_session=True,
             env=env,
             cwd=cwd,
-            **as_user,
+            # None (the default) for each when no user is given: the child runs as the caller.
+            user=user or None,
+            group=_group_of(user) if user else None,
+            extra_groups=[] if user else None,
         )
     return proc.pid
 

@@ -42,15 +42,10 @@ def connector_jars() -> list[Path]:
     return jars.ensure("spark-kafka-connector", quiet=True)
 
 
-def session_jars(jvm_snippets: bool = False) -> str:
-    """The `spark.jars` value (read once, when a session starts): the Kafka connector, and with `jvm_snippets` the
-    jar of snippets/jvm (the JVM processor and Postgres writer) plus PgJDBC, which that writer needs."""
-    paths = connector_jars()
-    if jvm_snippets:
-        from rtm_lab import jvm
-
-        paths = [*paths, jvm.build(), *jars.ensure("postgres-jdbc", quiet=True)]
-    return ",".join(str(p) for p in paths)
+def session_jars() -> str:
+    """The `spark.jars` value (read once, when a session starts): the Kafka connector. A session that loads the JVM
+    snippets takes `rtm_lab.snippet_jar.session_jars()` instead."""
+    return ",".join(str(p) for p in connector_jars())
 
 
 def spark_session(

@@ -16,7 +16,7 @@ class WaitTimeout(TimeoutError):
 
 
 def wait_until(
-    check: Callable[[], T],
+    check: Callable[[], T | None],
     timeout_s: float,
     what: str,
     interval_s: float = 0.2,
@@ -28,7 +28,7 @@ def wait_until(
     a test fails with Spark's error rather than a time-out). Raises WaitTimeout naming `what` after `timeout_s`.
     """
 
-    def attempt() -> T:
+    def attempt() -> T | None:
         if abort is not None:
             error = abort()
             if error is not None:
@@ -36,7 +36,7 @@ def wait_until(
         return check()
 
     try:
-        return Retrying(
+        result = Retrying(
             retry=retry_if_result(lambda value: not value),
             stop=stop_after_delay(timeout_s),
             wait=wait_fixed(interval_s),
@@ -44,3 +44,6 @@ def wait_until(
         )(attempt)
     except RetryError:
         raise WaitTimeout(f"timed out after {timeout_s:g}s waiting for {what}") from None
+    # Every falsy value is retried until the deadline (then RetryError): what comes back is the check's truthy value.
+    assert result is not None
+    return result

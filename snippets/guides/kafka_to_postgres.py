@@ -131,7 +131,7 @@ def start_pipeline(
     writer,
     checkpoint: str,
     dedup: bool = False,
-    real_time: str = REAL_TIME_INTERVAL,
+    interval: str = REAL_TIME_INTERVAL,
 ) -> StreamingQuery:
     """`writer` is a Python ForeachWriter (PostgresSink) or a JVM one (the
     PostgresUpsertWriter's py4j object)."""
@@ -143,7 +143,7 @@ def start_pipeline(
     stream = (
         events.writeStream.option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime=real_time)
+        .trigger(realTime=interval)
     )
     if isinstance(writer, JavaObject):
         # PySpark's foreach() takes Python writers only; the JVM DataStreamWriter takes
@@ -158,18 +158,22 @@ def start_pipeline(
 
 
 if __name__ == "__main__":
-    from rtm_lab.spark import spark_session
     from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     config = SinkConfig(dsn=os.environ["POSTGRES_DSN"], table="events")
     create_tables(config)
+    spark = (
+        SparkSession.builder.appName("kafka-to-postgres")
+        .config(map=SESSION_CONF)
+        .getOrCreate()
+    )
     # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
     # leaves nothing behind.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
         query = start_pipeline(
-            spark_session("kafka-to-postgres", conf=SESSION_CONF),
+            spark,
             os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),
             sys.argv[1],
             PostgresSink(config),

@@ -8,7 +8,9 @@ PgJDBC must be on `spark.jars` before the session starts.
 
 After `eval "$(python scripts/lab.py env)"`:
 
-    python snippets/guides/postgres_jvm_writer.py TOPIC
+    python snippets/guides/postgres_jvm_writer.py TOPIC JARS
+
+JARS is the `spark.jars` value: the writer's jar and PgJDBC's, comma-separated.
 """
 
 # --8<-- [start:jdbc]
@@ -158,16 +160,20 @@ if __name__ == "__main__":
     import sys
     import tempfile
 
-    from rtm_lab.jvm import session_jars
-    from rtm_lab.spark import spark_session
+    from pyspark.sql import SparkSession
+
     from snippets.guides.kafka_to_postgres import start_pipeline
     from snippets.guides.postgres_sink import SinkConfig, create_tables
 
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
     config = SinkConfig(dsn=os.environ["POSTGRES_DSN"], table="events_jvm")
     create_tables(config)
-    spark = spark_session("kafka-to-postgres-jvm", conf={"spark.jars": session_jars()})
+    spark = (
+        SparkSession.builder.appName("kafka-to-postgres-jvm")
+        .config("spark.jars", sys.argv[2])
+        .getOrCreate()
+    )
     # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
     # leaves nothing behind.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:

@@ -87,7 +87,7 @@ def main() -> None:
         writer,
         args.checkpoint,
         dedup=args.dedup,
-        real_time=args.interval,
+        interval=args.interval,
     )
     print(
         f"started query {query.id} (run {query.runId}) reading {args.topic}", flush=True

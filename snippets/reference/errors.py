@@ -5,7 +5,7 @@ the error class it names.
 
 starts each mistake (all of them by default) against KAFKA_BOOTSTRAP_SERVERS and prints
 the error class Spark gives. The tests run the same functions through
-scripts/probes/mistakes.py and assert each class and message.
+scripts/rtm_lab/probes/mistakes.py and assert each class and message.
 """
 
 import os

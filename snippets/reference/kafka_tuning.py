@@ -5,7 +5,7 @@ fresh record is read.
 
 copies SOURCE_TOPIC to SINK_TOPIC in real-time mode through this source on
 KAFKA_BOOTSTRAP_SERVERS. What the settings change is measured by
-scripts/probes/kafka_tuning.py (the page's table).
+scripts/rtm_lab/probes/kafka_tuning.py (the page's table).
 """
 
 import os

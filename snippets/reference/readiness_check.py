@@ -656,14 +656,14 @@ def rtm_check(
     sink: str = "kafka",
     options: dict[str, str] | None = None,
     output_mode: str = "update",
-    real_time: str = "5 minutes",
+    interval: str = "5 minutes",
     checkpoint: str | None = None,
     source_partitions: int | None = None,
     timeout_s: float = 90.0,
 ) -> Report:
     """Check a streaming DataFrame, written to `sink` ("kafka", "console", ...,
     "foreach" or "foreachBatch") with these writer `options`, output mode and
-    `trigger(realTime=real_time)`, on a cluster with `slots` task slots.
+    `trigger(realTime=interval)`, on a cluster with `slots` task slots.
 
     `checkpoint`: the query's checkpoint location, copied (never written) so Spark sees
     what it holds. `source_partitions`: the partition count of the topics in production,
@@ -672,7 +672,7 @@ def rtm_check(
         format=None if sink in ("foreach", "foreachBatch") else sink,
         options={k: str(v) for k, v in (options or {}).items()},
         output_mode=output_mode,
-        real_time=real_time,
+        real_time=interval,
         foreach=sink == "foreach",
         foreach_batch=sink == "foreachBatch",
     )
@@ -947,7 +947,7 @@ def check_my_query(
         sink="kafka",  # or "foreach", "foreachBatch", "console", ...
         options={"kafka.bootstrap.servers": bootstrap, "topic": sink},
         output_mode="update",
-        real_time="5 minutes",
+        interval="5 minutes",
         checkpoint=checkpoint,  # copied, never written
     )
     print(report.text())
@@ -1074,8 +1074,6 @@ def main(argv: list[str] | None = None, jars: str | None = None) -> int:
     print(report.text())
     return report.exit_code
 
-
-# --8<-- [end:cli]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -5,7 +5,7 @@ worked examples.
 
 plans each worked example over SOURCE_TOPIC on KAFKA_BOOTSTRAP_SERVERS and prints the
 slots it needs. What Spark does at exactly that many slots and at one fewer is checked
-by scripts/probes/slots.py (tests/reference/test_slot_sizing.py).
+by scripts/rtm_lab/probes/slots.py (tests/reference/test_slot_sizing.py).
 """
 
 import os

@@ -4,8 +4,9 @@ micro-batch and in real-time mode.
     python snippets/reference/transform_with_state.py TOPIC
 
 runs the processor over TOPIC's keyed rows (on KAFKA_BOOTSTRAP_SERVERS) in micro-batch
-mode and prints the calls: one per key per batch. scripts/probes/transform_with_state.py
-runs the JVM twin (snippets/jvm) in both modes.
+mode and prints the calls: one per key per batch.
+scripts/rtm_lab/apps/transform_with_state.py runs the JVM twin (snippets/jvm) in both
+modes.
 """
 
 import os

@@ -4,14 +4,13 @@ stall's time goes, and the command's refusal of bad input before it starts anyth
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from benchmarks import boundaries
-from benchmarks.boundaries import Batch
+from rtm_lab.benchmarks import boundaries
+from rtm_lab.benchmarks.boundaries import Batch
+from rtm_lab.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000_000  # an epoch ms
 
 
@@ -128,8 +127,10 @@ def test_timeline_buckets_and_fine_tail_cdf():
         (["--rate", "0"], "argument --rate: must be a finite number above 0"),
         (["--rate", "nan"], "argument --rate: must be a finite number above 0"),
         (["--rate=-5"], "argument --rate: must be a finite number above 0"),
-        (["--rtm-interval", "1 second"], "under the 5 seconds Spark accepts"),
-        (["--rtm-interval", "5 seconds", "--rtm-interval", "2 seconds"], "INVALID_STREAMING_REAL_TIME_MODE"),
+        (["--interval", "1 second"], "under the 5 seconds Spark accepts"),
+        (["--interval", "5 seconds", "--interval", "2 seconds"], "INVALID_STREAMING_REAL_TIME_MODE"),
+        (["--interval", "soon"], "cannot read the interval"),
+        # The flag's earlier name, which recorded commands use, reads into the same setting.
         (["--rtm-interval", "soon"], "cannot read the interval"),
         (["--repeat", "0"], "argument --repeat: must be an integer of at least 1"),
         (["--repeat", "2", "--rate", "1000", "--rate", "2000"], "one rate"),
@@ -138,7 +139,7 @@ def test_timeline_buckets_and_fine_tail_cdf():
 )
 def test_bad_input_exits_2_with_one_line_before_starting_anything(args, says, tmp_path):
     cmd = [sys.executable, "scripts/bench.py", "latency", "--json", str(tmp_path / "x.json"), *args]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "error: " in lines[0] and says in lines[0], done.stderr

@@ -4,11 +4,10 @@ the JVM's garbage collectors are read from the running query), and every run del
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from rtm_lab.paths import PROJECT_ROOT
 
 
 @pytest.mark.timeout(900)
@@ -18,7 +17,7 @@ def test_settings_take_effect_in_the_measured_query(lab, tmp_path):
     # Two runs cover the three claims: each child is a Spark start-up, most of this test's time.
     cmd = [sys.executable, "scripts/bench.py", "settings", "--quick", "--seconds", "6", "--json", str(out)]
     cmd += ["--setting", "sync_progress", "--setting", "zgc"]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=880)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     rows = {row["key"]: row for row in json.loads(out.read_text())["rows"]}

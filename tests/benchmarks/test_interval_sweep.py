@@ -1,4 +1,4 @@
-"""`scripts/bench.py latency` with several `--rtm-interval`s: a tiny interval sweep runs end to end, every record is
+"""`scripts/bench.py latency` with several `--interval`s: a tiny interval sweep runs end to end, every record is
 delivered, the 5-second row crosses a real batch boundary and reports its stall, overrun and where the time went.
 
 Structure and delivery only: this suite shares a small machine, so no absolute time is asserted.
@@ -7,13 +7,11 @@ Structure and delivery only: this suite shares a small machine, so no absolute t
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from benchmarks.interval_sweep import FIGURES
-
-ROOT = Path(__file__).resolve().parents[2]
+from rtm_lab.benchmarks.interval_sweep import FIGURES
+from rtm_lab.paths import PROJECT_ROOT
 
 
 @pytest.mark.slow
@@ -22,10 +20,10 @@ def test_tiny_sweep_crosses_a_boundary_and_measures_its_stall(lab, tmp_path):
     out, plot = tmp_path / "sweep.json", tmp_path / "sweep.png"
     cmd = [
         *(sys.executable, "scripts/bench.py", "latency", "--quick", "--rate", "500", "--repeat", "1"),
-        *("--rtm-interval", "5 seconds", "--rtm-interval", "10 seconds"),
+        *("--interval", "5 seconds", "--interval", "10 seconds"),
         *("--mode", "realtime", "--mode", "microbatch_500ms", "--json", str(out), "--plot", str(plot)),
     ]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=880)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     result = json.loads(out.read_text())

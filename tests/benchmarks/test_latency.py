@@ -7,13 +7,12 @@ Only a ratio is asserted: this suite shares a small machine, absolute times are 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from benchmarks.latency import AD_MODES, AD_RTM_INTERVAL, MODES, PARTITIONS, RTM_INTERVAL
+from rtm_lab.benchmarks.latency_child import AD_MODES, AD_RTM_INTERVAL, MODES, PARTITIONS, RTM_INTERVAL
+from rtm_lab.paths import PROJECT_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 # On a quiet 2-core machine real-time p50 is single-digit ms and micro-batch's hundreds; 5x holds even when the
 # machine is so busy that micro-batch falls seconds behind.
 MIN_P50_RATIO = 5
@@ -24,7 +23,7 @@ MIN_P50_RATIO = 5
 def test_quick_run_delivers_everything_and_real_time_is_far_faster(lab, tmp_path):
     out, plot = tmp_path / "latency.json", tmp_path / "latency.png"
     cmd = [sys.executable, "scripts/bench.py", "latency", "--quick", "--json", str(out), "--plot", str(plot)]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=880)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     result = json.loads(out.read_text())
@@ -56,7 +55,7 @@ def test_quick_run_delivers_everything_and_real_time_is_far_faster(lab, tmp_path
 def test_quick_ad_attribution_run_compares_jvm_real_time_with_both_processors_in_micro_batch(lab, tmp_path):
     out = tmp_path / "ad.json"
     cmd = [sys.executable, "scripts/bench.py", "latency", "--pipeline", "ad_attribution", "--quick", "--json", str(out)]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=880)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     result = json.loads(out.read_text())
@@ -101,11 +100,19 @@ def test_a_shorter_streaming_shuffle_wait_cuts_the_stateful_real_time_median(lab
     for wait in (LONG_WAIT_MS, SHORT_WAIT_MS):
         out = tmp_path / f"wait-{wait}.json"
         cmd = [
-            *(sys.executable, "-m", "benchmarks.latency", "--mode", "realtime", "--pipeline", "ad_attribution"),
+            *(
+                sys.executable,
+                "-m",
+                "rtm_lab.benchmarks.latency_child",
+                "--mode",
+                "realtime",
+                "--pipeline",
+                "ad_attribution",
+            ),
             *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "10", "--warmup", "2"),
-            *("--rtm-interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
+            *("--interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
         ]
-        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=280)
+        done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         result = json.loads(out.read_text())
         assert result["missing"] == 0 and result["delivered"] == result["expected"] > 0, result

@@ -6,11 +6,12 @@ and the prose is rewritten with it.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
+from rtm_lab.paths import PROJECT_ROOT
+
+RESULTS = PROJECT_ROOT / "docs" / "results"
 
 
 def sweep_rows() -> dict[str, dict]:
@@ -104,7 +105,7 @@ def test_sink_page_fifty_thousand_rows_a_second_keep_low_latency_and_a_hundred_t
 def test_front_page_headline_is_the_recommended_interval_beside_micro_batch_from_the_sweep():
     """The front page's one-sentence answer is the generated headline (never typed): real-time mode at the interval
     the site's code uses, beside micro-batch with a 500 ms trigger, each figure the sweep's median for that row."""
-    from benchmarks.sweep_report import RECOMMENDED_INTERVAL, headline
+    from rtm_lab.benchmarks.sweep_report import RECOMMENDED_INTERVAL, headline
     from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL
 
     page = (RESULTS.parent / "index.md").read_text()

@@ -4,11 +4,10 @@ nothing, leaves one row per key, and writes again at most what it had written si
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from rtm_lab.paths import PROJECT_ROOT
 
 
 @pytest.mark.timeout(900)
@@ -16,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_recovery_run_loses_nothing_and_bounds_the_replay(lab, tmp_path):
     out = tmp_path / "recovery.json"
     cmd = [sys.executable, "scripts/bench.py", "recovery", "--quick", "--json", str(out)]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=880)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=880)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
     result = json.loads(out.read_text())
@@ -38,6 +37,6 @@ def test_quick_recovery_run_loses_nothing_and_bounds_the_replay(lab, tmp_path):
 )
 def test_recovery_bad_input_exits_2_with_one_line(args, says, tmp_path):
     cmd = [sys.executable, "scripts/bench.py", "recovery", *args, "--json", str(tmp_path / "r.json")]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -32,8 +32,8 @@ def test_a_setting_the_results_file_lacks_shows_as_not_recorded_never_as_todays_
     import json
     from pathlib import Path
 
-    from benchmarks import sink
-    from probes import kafka_tuning
+    from rtm_lab.benchmarks import sink
+    from rtm_lab.probes import kafka_tuning
 
     results = Path(__file__).resolve().parents[2] / "docs" / "results"
     old = json.loads((results / "sink-5s.json").read_text())

@@ -2,9 +2,9 @@
 line becomes a pause at the right wall time, a slow record is set against the pause it overlapped or the generator
 lag it followed, and three runs become one row with the median and the range, as the published table shows them."""
 
-from benchmarks import latency_report
-from benchmarks.latency import combine_repeats
-from benchmarks.tail_sources import attribute_tail, gc_pauses, gc_summary
+from rtm_lab.benchmarks import latency_report
+from rtm_lab.benchmarks.latency import combine_repeats
+from rtm_lab.benchmarks.tail_sources import attribute_tail, gc_pauses, gc_summary
 
 G1_LOG = """\
 [0.015s] Using G1

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from rtm_lab.paths import PROJECT_ROOT
+
 EXAMPLE_COUNTS = pytest.StashKey[Counter]()
 
 
@@ -18,7 +19,7 @@ def built_site(tmp_path_factory) -> Path:
     site = tmp_path_factory.mktemp("site")
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=ROOT,
+        cwd=PROJECT_ROOT,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
         capture_output=True,
         text=True,

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from rtm_lab.paths import PROJECT_ROOT
+
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / ".lab" / "screenshots"
+SCREENSHOTS = PROJECT_ROOT / ".lab" / "screenshots"
 # Offline and quiet: no sandbox (root in CI), no GPU, and none of Chromium's background calls to Google services.
 CHROMIUM_FLAGS = [
     "--headless",
@@ -49,7 +50,7 @@ def browser_binaries() -> tuple[str, str]:
     driver = os.environ.get("CHROMEDRIVER") or shutil.which("chromedriver")
     if not (chromium and driver):
         # Same step as `make setup`: installs Debian's chromium + chromium-driver when root, else says how.
-        setup = subprocess.run([str(ROOT / "scripts" / "setup_browser.sh")], capture_output=True, text=True)
+        setup = subprocess.run([str(PROJECT_ROOT / "scripts" / "setup_browser.sh")], capture_output=True, text=True)
         if setup.returncode != 0:
             pytest.fail(setup.stderr.strip(), pytrace=False)
         chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
@@ -123,9 +124,9 @@ def code_blocks_with_copy_buttons(browser, url: str, screenshot: str) -> int:
 
 
 def reference_page() -> str:
-    pages = sorted((ROOT / "docs" / "reference").glob("*.md"))
+    pages = sorted((PROJECT_ROOT / "docs" / "reference").glob("*.md"))
     assert pages, "docs/reference/ has no page to check"
-    preferred = ROOT / "docs" / "reference" / "slot-sizing.md"
+    preferred = PROJECT_ROOT / "docs" / "reference" / "slot-sizing.md"
     return f"reference/{(preferred if preferred in pages else pages[0]).stem}/"
 
 
@@ -162,7 +163,7 @@ def test_search_finds_slot(browser, site_url):
 
 def site_pages() -> list[str]:
     """Every page of the site, as its URL path: the same list the strict build test checks."""
-    pages = sorted(p.relative_to(ROOT / "docs") for p in (ROOT / "docs").rglob("*.md"))
+    pages = sorted(p.relative_to(PROJECT_ROOT / "docs") for p in (PROJECT_ROOT / "docs").rglob("*.md"))
     return [
         "" if p.name == "index.md" else f"{p.with_suffix('').as_posix()}/" for p in pages if p.parts[0] != "results"
     ]

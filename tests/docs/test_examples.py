@@ -11,26 +11,27 @@ import ast
 import re
 import subprocess
 from functools import cache
-from pathlib import Path
 
 import pytest
 from pytest_examples import CodeExample, EvalExample, find_examples
 
-from skillgen.markdown import INCLUDE, snippet_text
+from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.skillgen.markdown import INCLUDE, snippet_text
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = [e for folder in ("docs", "skills") if (ROOT / folder).is_dir() for e in find_examples(ROOT / folder)]
+EXAMPLES = [
+    e for folder in ("docs", "skills") if (PROJECT_ROOT / folder).is_dir() for e in find_examples(PROJECT_ROOT / folder)
+]
 
 
 def example_id(example: CodeExample) -> str:
-    return f"{example.path.relative_to(ROOT)}:{example.start_line}"
+    return f"{example.path.relative_to(PROJECT_ROOT)}:{example.start_line}"
 
 
 def kind(example: CodeExample) -> str:
     lines = [line for line in example.source.splitlines() if line.strip()]
     if lines and all(INCLUDE.match(line) for line in lines):
         return "included"  # in a docs page or a skill template
-    if example.path.relative_to(ROOT).parts[0] == "skills":
+    if example.path.relative_to(PROJECT_ROOT).parts[0] == "skills":
         return "skill"
     if example.prefix_settings().get("test") == "skip":
         return "marked"
@@ -39,7 +40,7 @@ def kind(example: CodeExample) -> str:
 
 @cache
 def all_test_code() -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "tests").rglob("test_*.py")))
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted((PROJECT_ROOT / "tests").rglob("test_*.py")))
 
 
 def is_imported_by_a_test(snippet_path: str) -> bool:
@@ -51,7 +52,7 @@ def is_imported_by_a_test(snippet_path: str) -> bool:
 
 
 FRAGMENT_IGNORES = ["F821", "F401", "F811", "E402", "I001", "RUF100"]
-SKILL_FILES = sorted(p for p in (ROOT / "skills").rglob("*.md") if "_templates" not in p.parts)
+SKILL_FILES = sorted(p for p in (PROJECT_ROOT / "skills").rglob("*.md") if "_templates" not in p.parts)
 
 
 def python_blocks(markdown: str) -> list[str]:
@@ -61,14 +62,14 @@ def python_blocks(markdown: str) -> list[str]:
 def shipped_names(reference: str) -> set[str]:
     """Top-level functions and classes of the skill's scripts/*.py files that `reference` names by path."""
     names: set[str] = set()
-    for script in sorted((ROOT / "skills").glob("*/scripts/*.py")):
+    for script in sorted((PROJECT_ROOT / "skills").glob("*/scripts/*.py")):
         if f"scripts/{script.name}" in reference:
             tree = ast.parse(script.read_text(encoding="utf-8"))
             names |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     return names
 
 
-@pytest.mark.parametrize("path", SKILL_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", SKILL_FILES, ids=lambda p: str(p.relative_to(PROJECT_ROOT)))
 def test_skill_file_code_defines_every_name_it_uses(path):
     """An assistant copies a reference's blocks in order: together they must import or define every name they use.
 
@@ -103,7 +104,7 @@ def test_skill_file_code_defines_every_name_it_uses(path):
         if "F821" in line and "`_" not in line and not any(f"`{name}`" in line for name in shipped)
     ]
     assert not missing, (
-        f"{path.relative_to(ROOT)}: names used but never imported or defined in its code blocks (move the imports "
+        f"{path.relative_to(PROJECT_ROOT)}: names used but never imported or defined in its code blocks (move the imports "
         "inside the snippet section the page includes):\n" + "\n".join(missing)
     )
 
@@ -130,7 +131,7 @@ def test_python_block(example: CodeExample, eval_example: EvalExample, example_c
             if not match:
                 continue
             spec = match["spec"]
-            assert snippet_text(ROOT, spec, where).strip(), f"{where}: {spec} includes nothing"
+            assert snippet_text(PROJECT_ROOT, spec, where).strip(), f"{where}: {spec} includes nothing"
             path = spec.partition(":")[0]
             assert path.startswith("snippets/") and path.endswith(".py"), (
                 f"{where}: Python blocks include from snippets/*.py, not {path}"

@@ -1,12 +1,10 @@
 """The site builds with `mkdocs build --strict` (broken links, missing includes and nav problems fail it)."""
 
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from rtm_lab.paths import PROJECT_ROOT
 
 
 def test_strict_build_renders_every_page(built_site):
-    pages = sorted(p.relative_to(ROOT / "docs") for p in (ROOT / "docs").rglob("*.md"))
+    pages = sorted(p.relative_to(PROJECT_ROOT / "docs") for p in (PROJECT_ROOT / "docs").rglob("*.md"))
     pages = [p for p in pages if p.parts[0] != "results"]
     assert pages, "docs/ has no pages"
     for page in pages:
@@ -17,14 +15,18 @@ def test_strict_build_renders_every_page(built_site):
 
 def test_llms_txt_lists_every_page_and_llms_full_holds_them(built_site):
     """/llms.txt links every page (by its Markdown address) and /llms-full.txt carries each page's title."""
-    from skillgen.markdown import read_page
+    from rtm_lab.skillgen.markdown import read_page
 
     index = (built_site / "llms.txt").read_text(encoding="utf-8")
     full = (built_site / "llms-full.txt").read_text(encoding="utf-8")
-    pages = [p for p in sorted((ROOT / "docs").rglob("*.md")) if p.relative_to(ROOT / "docs").parts[0] != "results"]
+    pages = [
+        p
+        for p in sorted((PROJECT_ROOT / "docs").rglob("*.md"))
+        if p.relative_to(PROJECT_ROOT / "docs").parts[0] != "results"
+    ]
     missing = []
     for path in pages:
-        rel = path.relative_to(ROOT / "docs")
+        rel = path.relative_to(PROJECT_ROOT / "docs")
         address = (
             "index.md"
             if rel.name == "index.md" and len(rel.parts) == 1
@@ -32,7 +34,7 @@ def test_llms_txt_lists_every_page_and_llms_full_holds_them(built_site):
         )
         if f"/{address})" not in index and f"/{rel.as_posix()})" not in index:
             missing.append(str(rel))
-        title = read_page(ROOT, path.relative_to(ROOT)).title
+        title = read_page(PROJECT_ROOT, path.relative_to(PROJECT_ROOT)).title
         assert title in full, f"{rel}: its title {title!r} is not in llms-full.txt"
     assert not missing, f"pages not listed in llms.txt: {missing}\n{index}"
 
@@ -45,15 +47,15 @@ def test_snippet_code_reaches_the_page(built_site):
 
 def test_every_page_has_a_title_and_description():
     """The convention the skill renderer and search rely on: frontmatter with a title and a one-sentence description."""
-    from skillgen.markdown import RenderError, read_page
+    from rtm_lab.skillgen.markdown import RenderError, read_page
 
     problems = []
-    for path in sorted((ROOT / "docs").rglob("*.md")):
-        rel = path.relative_to(ROOT)
+    for path in sorted((PROJECT_ROOT / "docs").rglob("*.md")):
+        rel = path.relative_to(PROJECT_ROOT)
         if rel.parts[1] == "results":
             continue
         try:
-            read_page(ROOT, rel)
+            read_page(PROJECT_ROOT, rel)
         except RenderError as exc:
             problems.append(str(exc))
     assert not problems, "\n".join(problems)
@@ -67,8 +69,8 @@ def test_missing_results_file_fails_the_strict_build(tmp_path):
     import sys
 
     for folder in ("docs", "snippets"):
-        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "mkdocs.yml", tmp_path)
+        shutil.copytree(PROJECT_ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT_ROOT / "mkdocs.yml", tmp_path)
     for table in (tmp_path / "docs" / "results").glob("*.md"):
         table.unlink()
     result = subprocess.run(

@@ -4,15 +4,7 @@ from collections.abc import Callable, Iterator
 
 import psycopg2
 import pytest
-
-
-def with_password(dsn: str, password: str | None) -> str:
-    """`dsn` with `password`, or with none (then a writer's password provider gives it)."""
-    parts = psycopg2.extensions.parse_dsn(dsn)
-    parts.pop("password", None)
-    if password is not None:
-        parts["password"] = password
-    return psycopg2.extensions.make_dsn(**parts)
+from sink_helpers import with_password
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from probes.harness import session_confs
 from rtm_lab import plans, topics
+from rtm_lab.probes.harness import session_confs
 from rtm_lab.waiting import wait_until
 from snippets.guides.ad_attribution import start_real_time_pipeline
 

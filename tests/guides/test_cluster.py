@@ -16,6 +16,7 @@ import pyspark
 import pytest
 
 from rtm_lab import loadgen, processes, sink_check, standalone
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.waiting import wait_until
 from snippets.guides import kafka_to_postgres, postgres_jvm_writer, postgres_sink, submit_pipeline
 from snippets.guides.kafka_to_postgres import parse_events, read_kafka
@@ -24,9 +25,8 @@ from snippets.reference.slot_sizing import kafka_partitions, slots_needed
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-GUIDES = ROOT / "snippets" / "guides"
-JVM = ROOT / "snippets" / "jvm"
+GUIDES = PROJECT_ROOT / "snippets" / "guides"
+JVM = PROJECT_ROOT / "snippets" / "jvm"
 WORKERS, CORES = 2, 2
 PARTITIONS, SHUFFLE_PARTITIONS = 2, 2
 

@@ -12,45 +12,26 @@ from pathlib import Path
 
 import psycopg2
 import pytest
+from sink_helpers import TABLE, assert_exact, produce
 
-from benchmarks.sink import dropped_by_spark
-from probes.faults import RecordingSink
 from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, postgres, sink_check, standalone
+from rtm_lab.apps.faults import RecordingSink
+from rtm_lab.benchmarks.sink import dropped_by_spark
+from rtm_lab.intervals import TEST_INTERVAL
 from rtm_lab.paths import state_dir
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
-# The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
-# writer's rows released) within seconds.
-TEST_INTERVAL = "5 seconds"
-
-
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
-
-TABLE = "events"
-# Which dead-letter reason each kind of bad input the generator sends must get.
-EXPECTED_REASON = {
-    "malformed_json": "malformed_json",
-    "missing_key": "missing_key",
-    "null_key": "missing_key",
-    "wrong_type": "wrong_type",
-    "oversized": "oversized",
-}
 
 
 def make_sink(lab, schema: str, **overrides) -> SinkConfig:
     config = SinkConfig(dsn=lab.postgres_dsn, schema=schema, table=TABLE, **{"max_rows": 200, **overrides})
     create_tables(config)
     return config
-
-
-def produce(lab, topic: str, count: int, rate: float = 5000, **mix) -> loadgen.EventMix:
-    events = loadgen.EventMix(**mix)
-    loadgen.produce_at_rate(lab.kafka_bootstrap, topic, rate, count=count, event=events)
-    return events
 
 
 def produce_in_background(lab, topic: str, events: loadgen.EventMix, count: int, rate: float) -> threading.Thread:
@@ -65,29 +46,6 @@ def produce_in_background(lab, topic: str, events: loadgen.EventMix, count: int,
     return thread
 
 
-def expected_reasons(events: loadgen.EventMix) -> dict[str, int]:
-    reasons: dict[str, int] = {}
-    for kind, reason in EXPECTED_REASON.items():
-        if events.counts[kind]:
-            reasons[reason] = reasons.get(reason, 0) + events.counts[kind]
-    return reasons
-
-
-def assert_exact(lab, schema: str, events: loadgen.EventMix, query) -> sink_check.SinkCounts:
-    found = sink_check.wait_for(
-        lab.postgres_dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=90, query=query
-    )
-    assert query.exception() is None
-    lost = len(events.keys) - found.distinct_keys
-    assert lost == 0, f"{lost} keys never reached Postgres"
-    assert found.duplicate_keys == 0
-    assert set(sink_check.keys(lab.postgres_dsn, schema, TABLE)) == events.keys
-    assert dict(found.reasons) == expected_reasons(events)
-    # The equation the issue asks for, every term counted on its own side.
-    assert events.valid + events.bad == found.distinct_keys + events.duplicates + found.dead_letters
-    return found
-
-
 def test_bad_input_is_dead_lettered_and_counts_reconcile_with_dedup(
     spark, lab, kafka_topic, pg_schema, checkpoint, stop_after
 ):
@@ -98,7 +56,7 @@ def test_bad_input_is_dead_lettered_and_counts_reconcile_with_dedup(
 
     query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, dedup=True, real_time=TEST_INTERVAL
+            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, dedup=True, interval=TEST_INTERVAL
         )
     )
     assert_exact(lab, pg_schema, events, query)
@@ -114,7 +72,7 @@ def test_stop_and_restart_from_checkpoint_loses_nothing(spark, lab, kafka_topic,
     events = produce(lab, topic, count=600, duplicate_pct=10, bad_pct=2)
 
     first = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, real_time=TEST_INTERVAL)
+        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
     )
     mid = sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, rows=1, timeout_s=90, query=first)
     producer = produce_in_background(lab, topic, events, count=600, rate=150)
@@ -122,7 +80,7 @@ def test_stop_and_restart_from_checkpoint_loses_nothing(spark, lab, kafka_topic,
     first.stop()
 
     second = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, real_time=TEST_INTERVAL)
+        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
     )
     producer.join(timeout=60)
     assert_exact(lab, pg_schema, events, second)
@@ -151,7 +109,7 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_s
     events = produce(lab, topic, count=600, duplicate_pct=10)
 
     query = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, real_time=TEST_INTERVAL)
+        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
     )
     mid = sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, rows=1, timeout_s=90, query=query)
     producer = produce_in_background(lab, topic, events, count=600, rate=150)
@@ -165,7 +123,7 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_s
 def run_fail_once(
     lab, topic: str, schema: str, folder: Path, master: str, *confs: str, dedup: bool = False, restarts: int = 0
 ) -> tuple[subprocess.CompletedProcess, loadgen.EventMix, list[tuple[int, ...]], list[tuple]]:
-    """Run the pipeline in its own process with a writer that fails one task once (probes.faults) on `master`; assert
+    """Run the pipeline in its own process with a writer that fails one task once (rtm_lab.apps.faults) on `master`; assert
     nothing was lost and no key is stored twice. Return the run, the events sent, the opens of the task that failed
     as (partition, epoch, attempt), and every close() as (run, partition, epoch, attempt, rows_seen, error_type)."""
     make_sink(lab, schema)
@@ -175,7 +133,7 @@ def run_fail_once(
     env = dict(os.environ, SPARK_MASTER=master)
     run = subprocess.run(
         [
-            *(sys.executable, "-m", "probes.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
+            *(sys.executable, "-m", "rtm_lab.apps.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
             *("--dsn", lab.postgres_dsn, "--schema", schema, "--checkpoint", str(folder / "checkpoint")),
             *("--marker", str(marker), "--poison-key", str(poison)),
             *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),
@@ -269,7 +227,7 @@ def test_spark_opens_and_closes_the_writer_once_per_task_and_real_time_batch(
     calls = tmp_path / "calls.log"
     events = produce(lab, topic, count=300)
     sink = RecordingSink(config, str(calls), checkpoint)
-    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, topic, sink, checkpoint, real_time=TEST_INTERVAL))
+    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, topic, sink, checkpoint, interval=TEST_INTERVAL))
     sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, len(events.keys), timeout_s=90, query=query)
     wait_until(lambda: len(query.recentProgress) >= 3, 60, "three finished real-time batches", abort=query.exception)
     query.stop()

@@ -19,7 +19,9 @@ from collections import Counter
 
 import pytest
 
-from probes.submitted_pipeline import (
+from rtm_lab import lab as lab_module
+from rtm_lab import loadgen, processes, sink_check, topics
+from rtm_lab.apps.submitted_pipeline import (
     TABLE,
     Driver,
     add_write_log,
@@ -29,8 +31,6 @@ from probes.submitted_pipeline import (
     last_commit_time,
     writes_per_key,
 )
-from rtm_lab import lab as lab_module
-from rtm_lab import loadgen, processes, sink_check, topics
 from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 

@@ -8,20 +8,15 @@ import numpy as np
 import psycopg2
 import pytest
 from psycopg2 import sql
+from sink_helpers import TABLE, assert_exact, produce, with_password
 
 from rtm_lab import loadgen, sink_check, topics
+from rtm_lab.intervals import TEST_INTERVAL
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
-from tests.guides.conftest import with_password
-from tests.guides.test_kafka_to_postgres import TABLE, assert_exact, produce
-
-# The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
-# writer's rows released) within seconds.
-TEST_INTERVAL = "5 seconds"
-
 
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
@@ -34,7 +29,7 @@ def test_jvm_writer_reconciles_bad_input_and_duplicates(spark, lab, kafka_topic,
     create_tables(config)
     query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, real_time=TEST_INTERVAL
+            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, interval=TEST_INTERVAL
         )
     )
     assert_exact(lab, pg_schema, events, query)
@@ -56,7 +51,7 @@ def test_jvm_writer_beats_python_writer_latency(spark, lab, kafka_topic, pg_sche
             topic,
             PostgresSink(configs["py_events"]),
             str(tmp_path / "py"),
-            real_time=TEST_INTERVAL,
+            interval=TEST_INTERVAL,
         )
     )
     jvm_query = stop_after(
@@ -66,7 +61,7 @@ def test_jvm_writer_beats_python_writer_latency(spark, lab, kafka_topic, pg_sche
             topic,
             jvm_postgres_writer(spark, configs["jvm_events"]),
             str(tmp_path / "jvm"),
-            real_time=TEST_INTERVAL,
+            interval=TEST_INTERVAL,
         )
     )
     # Warm both up, then measure only what is produced after each has written something.
@@ -108,7 +103,7 @@ def test_jvm_writer_wrong_password_fails_at_once_without_printing_it(spark, lab,
     produce(lab, topic, count=10)
     began = time.monotonic()
     query = start_pipeline(
-        spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint, real_time=TEST_INTERVAL
+        spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint, interval=TEST_INTERVAL
     )
     wait_until(lambda: not query.isActive, 120, "the query to fail")
     elapsed = time.monotonic() - began
@@ -140,7 +135,7 @@ def test_jvm_writer_statement_timeout_cancels_a_blocked_flush_which_is_retried(
     create_tables(config)
     query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, real_time=TEST_INTERVAL
+            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, interval=TEST_INTERVAL
         )
     )
     produce(lab, topic, count=1)  # key 0

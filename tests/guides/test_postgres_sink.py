@@ -11,6 +11,7 @@ import time
 import psycopg2
 import pytest
 from psycopg2 import sql
+from sink_helpers import with_password
 
 from rtm_lab import sink_check
 from rtm_lab.waiting import wait_until
@@ -23,7 +24,6 @@ from snippets.guides.postgres_sink import (
     redacted,
     server_connection_limit,
 )
-from tests.guides.conftest import with_password
 
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow

@@ -10,18 +10,14 @@ from collections import Counter
 import psycopg2
 import pytest
 from psycopg2 import sql
+from sink_helpers import with_password
 
 from rtm_lab import loadgen, sink_check, topics
+from rtm_lab.intervals import TEST_INTERVAL
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
-from tests.guides.conftest import with_password
-
-# The minimum real-time interval, not the recommended 5 minutes: these runs need batch ends (offset commits, a Python
-# writer's rows released) within seconds.
-TEST_INTERVAL = "5 seconds"
-
 
 # Minutes of Spark or a browser: kept out of the fast loop (`pytest -m "not slow"`).
 pytestmark = pytest.mark.slow
@@ -112,7 +108,7 @@ def test_poison_rows_are_dead_lettered_by_both_writers_and_the_query_keeps_runni
                 topic,
                 writer_for(spark, name, config),
                 str(tmp_path / name),
-                real_time=TEST_INTERVAL,
+                interval=TEST_INTERVAL,
             )
         )
         for name, config in configs.items()
@@ -189,7 +185,7 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
                 topic,
                 writer_for(spark, name, config),
                 str(tmp_path / name),
-                real_time="15 seconds",
+                interval="15 seconds",
             )
         )
         for name, config in configs.items()

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from probes.version_cases import RUNS, all_cases, cell, markdown
 from rtm_lab.paths import PROJECT_ROOT, jars_dir
+from rtm_lab.probes.version_cases import RUNS, all_cases, cell, markdown
 from rtm_lab.versions import SPARK_VERSION, VERSION_MATRIX_CONNECTORS
 
 SCRIPT = PROJECT_ROOT / "scripts" / "version_matrix.py"

@@ -5,11 +5,11 @@ import sys
 
 import pytest
 
-from probes import readiness
-from probes.harness import RUNS, Outcome, Probe, probe, session_confs
-from probes.mistakes import MISTAKES
-from probes.support_matrix import CASES, parsed
 from rtm_lab import plans
+from rtm_lab.probes import readiness
+from rtm_lab.probes.harness import RUNS, Outcome, Probe, probe, session_confs
+from rtm_lab.probes.mistakes import MISTAKES
+from rtm_lab.probes.support_matrix import CASES, parsed
 from rtm_lab.waiting import wait_until
 from snippets.reference import errors
 

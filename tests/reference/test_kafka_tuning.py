@@ -2,15 +2,15 @@
 the published table comes from the benchmark command, and its file has the structure the page relies on."""
 
 import json
-from pathlib import Path
 
 import pytest
 
-from probes import kafka_tuning
-from probes.kafka_tuning import SETTINGS, Setting, median_queuing, run
+from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.probes import kafka_tuning
+from rtm_lab.probes.kafka_tuning import SETTINGS, Setting, median_queuing, run
 from snippets.reference.kafka_tuning import low_latency_kafka_source
 
-RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results" / "kafka-tuning"
+RESULTS = PROJECT_ROOT / "docs" / "results" / "kafka-tuning"
 
 
 # Far enough apart that the effect dwarfs a busy machine's noise (the published table's 500 vs 50 ms is 8x quiet).
@@ -38,8 +38,9 @@ def test_fetch_max_wait_bounds_latency_when_min_bytes_is_not_met(spark, lab):
 
 def test_published_results_come_from_the_benchmark():
     report = json.loads(RESULTS.with_suffix(".json").read_text())
-    # Measured before the probe moved out of snippets/ (the same code, then run as a snippet module).
-    assert report["command"].startswith(("python -m probes.kafka_tuning", "python -m snippets.reference.kafka_tuning"))
+    # Published runs keep the command they ran: the same code once ran as a snippet module, then as `probes`.
+    earlier = ("python -m snippets.reference.kafka_tuning", "python -m probes.kafka_tuning")
+    assert report["command"].startswith(("python -m rtm_lab.probes.kafka_tuning", *earlier))
     assert {"cores", "memory_gib", "cpu_model", "os"} <= set(report["machine"])
     assert report["versions"]["spark"] == "4.3.0"
     assert [r["setting"] for r in report["results"]] == [s.name for s in SETTINGS]

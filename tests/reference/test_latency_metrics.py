@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from rtm_lab.plans import wait_for_first_batch
+from rtm_lab.probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from snippets.reference.latency_metrics import DATABRICKS_LATENCY_KEYS, latency_keys_in_progress, start_stamped_query
 
 # Every test here runs Spark queries for many seconds (or a benchmark): not part of the fast loop.

@@ -9,16 +9,15 @@ test_mistake_fails_as_documented; at N and N-1 slots inside tests/reference/test
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from probes.mistakes import MISTAKES
-from probes.support_matrix import CASES
+from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.probes.mistakes import MISTAKES
+from rtm_lab.probes.support_matrix import CASES
 from snippets.reference import readiness_check, readiness_check_broken
 from snippets.reference.readiness_check import ReadinessInputError, check_file, rtm_check
 
-ROOT = Path(__file__).resolve().parents[2]
 RUNS, AT_CALL, AT_START, AT_RUN_TIME = "runs", "fails at the call", "fails at start()", "fails at run time"
 RT = "STREAMING_REAL_TIME_MODE"
 
@@ -103,7 +102,7 @@ def test_function_takes_a_dataframe_and_the_writer_settings(spark, lab, kafka_to
 
 def rtm_check_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "scripts/rtm_check.py", *args], capture_output=True, text=True, cwd=ROOT, timeout=300
+        [sys.executable, "scripts/rtm_check.py", *args], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=300
     )
 
 
@@ -170,9 +169,9 @@ def test_unreachable_kafka_is_said_in_one_line(spark):
 
 
 def test_published_agreement_covers_every_case_and_mistake():
-    """docs/results/readiness-check.json (written by `python -m probes.readiness`) has one row per current case and
+    """docs/results/readiness-check.json (written by `python -m rtm_lab.probes.readiness`) has one row per current case and
     mistake, and the checker agreed with Spark on each."""
-    result = json.loads((ROOT / "docs" / "results" / "readiness-check.json").read_text())
+    result = json.loads((PROJECT_ROOT / "docs" / "results" / "readiness-check.json").read_text())
     expected = [f"support-matrix[{c.id}]" for c in CASES] + [f"errors[{m.id}]" for m in MISTAKES]
     assert [row["case"] for row in result["rows"]] == expected
     assert result["agree"] == result["cases"] == len(expected)

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from probes.harness import session_confs
 from rtm_lab import plans, topics
+from rtm_lab.probes.harness import session_confs
 from snippets.reference.setup import (
     ALLOWLIST_CHECK,
     ASYNC_PROGRESS_BY_DEFAULT,

@@ -17,14 +17,14 @@ MULTI_STAGE = ("aggregation", "deduplication", "repartition")
 
 def run_examples(bootstrap: str, *args: str) -> subprocess.Popen:
     # One SparkSession per process, and local[N] is fixed when it starts: each slot count gets its own process.
-    cmd = [sys.executable, "-m", "probes.slots", "--bootstrap", bootstrap, *args]
+    cmd = [sys.executable, "-m", "rtm_lab.probes.slots", "--bootstrap", bootstrap, *args]
     # Spark's log goes to a file: a full stderr pipe would stall the process while nobody reads it.
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=tempfile.TemporaryFile(), text=True)
 
 
 def outcomes(proc: subprocess.Popen, timeout_s: float = 240) -> dict[str, dict]:
     out, _ = proc.communicate(timeout=timeout_s)
-    assert proc.returncode == 0, f"probes.slots exited with {proc.returncode}; stdout: {out[-2000:]}"
+    assert proc.returncode == 0, f"rtm_lab.probes.slots exited with {proc.returncode}; stdout: {out[-2000:]}"
     return {row["example"]: row for row in map(json.loads, out.splitlines())}
 
 
@@ -126,9 +126,9 @@ def test_a_second_real_time_query_sees_only_the_slots_the_first_left(spark, lab,
     """Two real-time queries on one local[4]: a stateless one holds 2 slots (2 partitions) for as long as it runs, so
     a stateful one that needs 4 (2 source tasks + 2 shuffle partitions) fails for want of slots, while the first runs
     on."""
-    from probes.harness import AT_RUN_TIME, Probe, probe
-    from probes.support_matrix import parsed
     from rtm_lab import plans
+    from rtm_lab.probes.harness import AT_RUN_TIME, Probe, probe
+    from rtm_lab.probes.support_matrix import parsed
 
     assert spark.sparkContext.master == "local[4]"
     first_probe, second_probe = (

@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
-from probes import readiness
-from probes.harness import RUNS, Probe, probe
-from probes.support_matrix import CASES, real_time_allowlist
+from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.probes import readiness
+from rtm_lab.probes.harness import RUNS, Probe, probe
+from rtm_lab.probes.support_matrix import CASES, real_time_allowlist
 
 # The Kafka -> Kafka case is both the "Kafka source" and the "Kafka sink" cell: run it once.
 _seen: dict = {}
@@ -46,9 +47,8 @@ def test_generated_table_is_current():
         [sys.executable, "scripts/tables.py", "support-matrix", "--check"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
-    from pathlib import Path
 
-    table = (Path(__file__).resolve().parents[2] / "docs" / "results" / "support-matrix.md").read_text()
+    table = (PROJECT_ROOT / "docs" / "results" / "support-matrix.md").read_text()
     assert "| Operator | dropDuplicates | ✓ runs |" in table
 
 
@@ -89,7 +89,16 @@ def test_console_sink_prints_once_per_batch(lab, kafka_topic, tmp_path):
     topic = kafka_topic(partitions=1)
     process = subprocess.Popen(
         [
-            *(sys.executable, "-u", "-m", "probes.console_sink", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
+            *(
+                sys.executable,
+                "-u",
+                "-m",
+                "rtm_lab.apps.console_sink",
+                "--bootstrap",
+                lab.kafka_bootstrap,
+                "--topic",
+                topic,
+            ),
             *("--checkpoint", str(tmp_path / "checkpoint"), "--interval", "10 seconds"),
         ],
         stdin=subprocess.PIPE,

@@ -8,9 +8,9 @@ import tempfile
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from probes.harness import session_confs
-from probes.transform_with_state import STATE_STORE, wait_for_table_rows
 from rtm_lab import plans, topics
+from rtm_lab.apps.transform_with_state import STATE_STORE, wait_for_table_rows
+from rtm_lab.probes.harness import session_confs
 from rtm_lab.waiting import wait_until
 from snippets.reference.errors import error_class
 from snippets.reference.transform_with_state import kafka_rows, record_calls, start_micro_batch, start_real_time
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 def jvm_process(lab):
     # spark.jars is fixed when a session starts, so the JVM processor runs in its own process with its jar added;
     # started first, it runs while the in-process tests do.
-    cmd = [sys.executable, "-m", "probes.transform_with_state", "--bootstrap", lab.kafka_bootstrap]
+    cmd = [sys.executable, "-m", "rtm_lab.apps.transform_with_state", "--bootstrap", lab.kafka_bootstrap]
     # Spark's log goes to a file: a full stderr pipe would stall the process while nobody reads it.
     with tempfile.TemporaryFile("w+") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)

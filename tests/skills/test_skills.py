@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from skillgen import commands
+from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.skillgen import commands
 
-ROOT = Path(__file__).resolve().parents[2]
 SKILL = "spark-real-time-mode"
 FIX_HINT = "python scripts/skills.py generate"
-TEMPLATES = "scripts/skillgen/templates"
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+TEMPLATES = "scripts/rtm_lab/skillgen/templates"
+VERSION = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 PAGE = """---
 title: Slot sizing
@@ -103,13 +103,13 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def sandbox(tmp_path) -> Path:
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    shutil.copytree(ROOT / TEMPLATES, tmp_path / TEMPLATES)
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(PROJECT_ROOT / TEMPLATES, tmp_path / TEMPLATES)
     (tmp_path / "snippets" / "quickstart").mkdir(parents=True)
-    shutil.copy(ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "snippets" / "quickstart")
+    shutil.copy(PROJECT_ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py", tmp_path / "snippets" / "quickstart")
     (tmp_path / "snippets" / "reference").mkdir()
     (tmp_path / "snippets" / "reference" / "slot_sizing.py").write_text(SNIPPET)
-    shutil.copy(ROOT / "snippets" / "reference" / "readiness_check.py", tmp_path / "snippets" / "reference")
+    shutil.copy(PROJECT_ROOT / "snippets" / "reference" / "readiness_check.py", tmp_path / "snippets" / "reference")
     (tmp_path / "docs" / "reference").mkdir(parents=True)
     (tmp_path / "docs" / "get-started.md").write_text("---\ntitle: Get started\ndescription: Start here.\n---\n")
     (tmp_path / "docs" / "reference" / "slot-sizing.md").write_text(PAGE)
@@ -128,7 +128,7 @@ def assert_fails_with_fix(root: Path, *expected: str) -> str:
 
 
 def test_the_skill_ships_the_readiness_checker_with_a_manifest_entry(sandbox):
-    source = (ROOT / "snippets" / "reference" / "readiness_check.py").read_bytes()
+    source = (PROJECT_ROOT / "snippets" / "reference" / "readiness_check.py").read_bytes()
     shipped = sandbox / "skills" / SKILL / "scripts" / "rtm_check.py"
     assert shipped.read_bytes() == source
     manifest = json.loads((sandbox / "manifest.json").read_text())
@@ -297,7 +297,10 @@ def test_package_refuses_a_stale_skill(sandbox, tmp_path):
 def test_the_repository_skill_is_current():
     """What CI holds to: the committed skill matches the committed docs and snippets (run as CI runs it)."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "skills.py"), "validate"], capture_output=True, text=True, timeout=60
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "skills.py"), "validate"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
 
@@ -319,9 +322,9 @@ def test_the_skill_expands_includes_with_the_sites_snippet_settings():
     """The renderer runs pymdownx.snippets itself; its settings must be the ones mkdocs.yml gives the site."""
     import yaml
 
-    from skillgen.markdown import SNIPPETS_CONFIG
+    from rtm_lab.skillgen.markdown import SNIPPETS_CONFIG
 
-    extensions = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
+    extensions = yaml.safe_load((PROJECT_ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
     site = next(e["pymdownx.snippets"] for e in extensions if isinstance(e, dict) and "pymdownx.snippets" in e)
     assert site == {**SNIPPETS_CONFIG, "base_path": ["."]}
 
@@ -478,9 +481,9 @@ def test_an_unknown_case_in_the_template_is_refused(sandbox):
 
 def test_no_template_or_second_skill_under_skills():
     """A tool that scans skills/ for SKILL.md must find exactly the rendered skill."""
-    found = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "skills").rglob("SKILL.md"))
+    found = sorted(p.relative_to(PROJECT_ROOT).as_posix() for p in (PROJECT_ROOT / "skills").rglob("SKILL.md"))
     assert found == [f"skills/{SKILL}/SKILL.md"]
-    assert "--8<--" not in (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+    assert "--8<--" not in (PROJECT_ROOT / "skills" / SKILL / "SKILL.md").read_text()
 
 
 # ---- The "Can I ...?" table -----------------------------------------------------------------------------------------
@@ -489,7 +492,7 @@ CAN_I_ROWS = 22
 
 
 def can_i_rows() -> list[list[str]]:
-    text = (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+    text = (PROJECT_ROOT / "skills" / SKILL / "SKILL.md").read_text()
     section = text.split("## Can I ...?", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| Can I")]
     return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
@@ -497,7 +500,7 @@ def can_i_rows() -> list[list[str]]:
 
 def section_of(path: Path, anchor: str) -> str:
     """A heading's text up to the next heading of the same or a higher level."""
-    from skillgen.markdown import slugify, strip_fenced
+    from rtm_lab.skillgen.markdown import slugify, strip_fenced
 
     lines = strip_fenced(path.read_text()).splitlines()
     for index, line in enumerate(lines):
@@ -516,7 +519,7 @@ def section_of(path: Path, anchor: str) -> str:
 def test_can_i_table_rows_link_existing_sections_that_back_them():
     rows = can_i_rows()
     assert len(rows) == CAN_I_ROWS, [r[0] for r in rows]
-    skill_dir = ROOT / "skills" / SKILL
+    skill_dir = PROJECT_ROOT / "skills" / SKILL
     for question, oss, databricks, proof in rows:
         links = re.findall(r"\]\((references/[^)#]+)#([^)]+)\)", proof)
         assert links, f"{question}: no link to a section"
@@ -535,8 +538,8 @@ def test_can_i_table_rows_link_existing_sections_that_back_them():
 
 def test_can_i_rows_about_cases_say_what_the_case_list_says():
     """Rows about sources, sinks, operators and errors are rendered from the tested cases, not typed."""
-    from probes.mistakes import MISTAKES
-    from probes.support_matrix import CASES
+    from rtm_lab.probes.mistakes import MISTAKES
+    from rtm_lab.probes.support_matrix import CASES
 
     rows = {row[0]: row for row in can_i_rows()}
     cases = {c.id: c for c in CASES}
@@ -555,10 +558,10 @@ def test_can_i_rows_about_cases_say_what_the_case_list_says():
 
 def test_the_packaged_skill_loads_as_is(tmp_path):
     """What `make skill` ships: unzipped into a skills folder, the folder alone passes the format and link rules."""
-    from skillgen.checks import link_problems
-    from skillgen.frontmatter import frontmatter_problems
+    from rtm_lab.skillgen.checks import link_problems
+    from rtm_lab.skillgen.frontmatter import frontmatter_problems
 
-    result = skills(ROOT, "package", "--out", str(tmp_path / "dist"))
+    result = skills(PROJECT_ROOT, "package", "--out", str(tmp_path / "dist"))
     assert result.returncode == 0, result.stderr
     with zipfile.ZipFile(tmp_path / "dist" / f"{SKILL}.zip") as zf:
         zf.extractall(tmp_path / "skills")
@@ -572,7 +575,7 @@ def test_the_packaged_skill_loads_as_is(tmp_path):
 
 def test_stateful_latency_row_takes_its_figures_from_the_results_file():
     """The stateful-latency answer's numbers are rendered from docs/results/ad_attribution_latency.json, not typed."""
-    result = json.loads((ROOT / "docs" / "results" / "ad_attribution_latency.json").read_text())
+    result = json.loads((PROJECT_ROOT / "docs" / "results" / "ad_attribution_latency.json").read_text())
     (run,) = [r for r in result["runs"] if r["rate"] == 1000]
     wait = result["settings"]["session_conf"]["spark.shuffle.streaming.networkBufferMaxWaitTimeMs"]
     rows = {row[0]: row for row in can_i_rows()}
@@ -587,8 +590,8 @@ def test_stateful_latency_row_takes_its_figures_from_the_results_file():
 
 
 def test_a_figure_directive_with_no_single_value_fails_the_render():
-    from skillgen.answers import expand
-    from skillgen.markdown import RenderError
+    from rtm_lab.skillgen.answers import expand
+    from rtm_lab.skillgen.markdown import RenderError
 
     with pytest.raises(RenderError, match="no single value at 'rate=7'"):
         expand("{{ figure ad_attribution_latency.json:runs/rate=7/rate }}", "SKILL.md")
@@ -598,10 +601,10 @@ def test_a_figure_directive_with_no_single_value_fails_the_render():
 
 def test_skill_md_links_the_bundled_quick_start_and_names_no_repository_path():
     """The quick start ships whole in assets/ and SKILL.md links it there; no link became a repository path."""
-    text = (ROOT / "skills" / SKILL / "SKILL.md").read_text()
+    text = (PROJECT_ROOT / "skills" / SKILL / "SKILL.md").read_text()
     assert "](assets/quickstart/kafka_to_kafka.py)" in text
-    assert (ROOT / "skills" / SKILL / "assets" / "quickstart" / "kafka_to_kafka.py").read_bytes() == (
-        ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py"
+    assert (PROJECT_ROOT / "skills" / SKILL / "assets" / "quickstart" / "kafka_to_kafka.py").read_bytes() == (
+        PROJECT_ROOT / "snippets" / "quickstart" / "kafka_to_kafka.py"
     ).read_bytes()
     assert "(`scripts/" not in text and "(`docs/" not in text and "(`snippets/" not in text
 
@@ -609,7 +612,7 @@ def test_skill_md_links_the_bundled_quick_start_and_names_no_repository_path():
 def test_skill_names_every_machine_its_results_were_measured_on(tmp_path):
     """SKILL.md's sentence on where figures come from is rendered from the results files' machine records: two
     machines recorded, two named (with the results each measured); one recorded, one named."""
-    from skillgen.answers import machines_answer
+    from rtm_lab.skillgen.answers import machines_answer
 
     def record(name: str, cpu: str) -> None:
         (tmp_path / f"{name}.json").write_text(json.dumps({"machine": {"cores": 2, "cpu_model": cpu}}))

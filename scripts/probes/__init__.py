@@ -1,2 +1,0 @@
-"""Probes: the case harnesses that run snippets' queries against Spark and record what it did (support matrix, errors
-gallery, slot sizing, Kafka tuning). They sit above the snippets and below the entry points and tests."""
