@@ -1,19 +1,24 @@
 """Before `start()`: what real-time mode will refuse in a query, how many task slots it needs, and how to fix each.
 
-    python snippets/reference/readiness_check.py --slots N [--source-partitions N] QUERY.py [ARGS ...]
+    python snippets/reference/readiness_check.py --slots N [--conf K=V ...] [--source-partitions N] QUERY.py [ARGS ...]
 
 runs QUERY.py (with ARGS as its command line) the way you would, except that every `writeStream ... .start()` is
-stood in for: a real-time query is checked instead of started, and the file is stopped there. Exit 0: nothing that
-Spark refuses (warnings are tuning advice); 1: something Spark refuses; 2: bad input. `rtm_check(df, ...)` does the
-same for a DataFrame in your own code. scripts/rtm_check.py is this file; the skill ships it as scripts/rtm_check.py.
+stood in for: a real-time query is checked instead of started, and the file is stopped there. No session is started
+before the file's own: it gets what spark-submit would give it (Spark's defaults, spark-defaults.conf, --conf, then
+what the file sets). Exit 0: nothing that Spark refuses (warnings are tuning advice); 1: something Spark refuses,
+every finding listed; 2: bad input or an unreachable Kafka. `rtm_check(df, ...)` does the same for a DataFrame in
+your own code, in its own session. scripts/rtm_check.py is this file; the skill ships it as scripts/rtm_check.py.
 
-How it decides: the verdicts are Spark's own. Sinks are looked up in the installed Spark's real-time allowlist
-(`RealTimeModeAllowlist`, read by reflection), the trigger interval is compared with the session's
-`spark.sql.streaming.realTimeMode.minBatchDuration`, the output mode goes through Spark's
-`UnsupportedOperationChecker`, and the query itself is started for a moment, in real-time mode, on a private
-temporary copy of its checkpoint with the console sink and a 5-minute batch (no batch ends, nothing is printed or
-written), until Spark has planned the real-time scan; `RealTimeModeAllowlist.checkAllowedPhysicalOperator` then
-checks that plan, which also gives the shuffles for the slot count.
+How it decides: the verdicts are Spark's own. First what can be read without running: sinks are looked up in the
+installed Spark's real-time allowlist (`RealTimeModeAllowlist`, read by reflection), the trigger interval is compared
+with the session's `spark.sql.streaming.realTimeMode.minBatchDuration`, the output mode goes through Spark's
+`UnsupportedOperationChecker`, each Kafka source's topics are looked up on its broker and its refused options read,
+and Python code and clock functions are read from the analysed plan. Then the query is started for a moment, in
+real-time mode, on a private temporary copy of its checkpoint with the console sink (a refused sink swapped out,
+refused Kafka options left out) and a 5-minute batch (no batch ends, nothing is printed or written), until Spark has
+planned the real-time scan; `RealTimeModeAllowlist.checkAllowedPhysicalOperator` then checks that plan, which also
+gives the shuffles for the slot count. A refusal it cannot swap out ends the report with "Spark may refuse more once
+this is fixed".
 """
 
 # --8<-- [start:check]
@@ -706,19 +711,16 @@ def _scala(seq) -> list:
 
 
 def _python_operators(df: DataFrame) -> list[str]:
-    """The physical operators Spark plans for the query's Python code (UDFs, mapInPandas, ...), read from the
-    optimised plan (where Spark has pulled Python UDFs into their own nodes) without running it."""
-    try:
-        plan = df._jdf.queryExecution().optimizedPlan()
-    except Exception:
-        return []
-    names = {
-        "ArrowEvalPython": "ArrowEvalPythonExec",
-        "BatchEvalPython": "BatchEvalPythonExec",
-        "MapInPandas": "MapInPandasExec",
-        "MapInArrow": "MapInArrowExec",
-    }
-    return sorted({names[_name(n)] for n in _plan_nodes(plan) if _name(n) in names})
+    """The physical operators Spark plans for the query's Python code, read from the analysed plan without running
+    it: a Python UDF becomes BatchEvalPythonExec (useArrow=False) or ArrowEvalPythonExec (the default, and pandas
+    UDFs); mapInPandas and mapInArrow keep their own operators."""
+    found = set()
+    for node, expression in _expressions(df._jdf.queryExecution().analyzed()):
+        if _name(expression) == "PythonUDF":
+            found.add("BatchEvalPythonExec" if expression.evalType() == 100 else "ArrowEvalPythonExec")
+        if _name(node) in ("MapInPandas", "MapInArrow"):
+            found.add(f"{_name(node)}Exec")
+    return sorted(found)
 
 
 def _clock_warnings(df: DataFrame) -> list[Finding]:
