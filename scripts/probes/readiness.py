@@ -131,7 +131,7 @@ def markdown(result: dict) -> str:
 
     lines = [generated_note("python scripts/tables.py readiness-check"), "", agreement_sentence(result), ""]
     if result.get("public"):
-        lines += public_table(result["public"]) + [""]
+        lines += [*public_table(result["public"]), ""]
     for name, title in (("passing", "A query that passes"), ("failing", "A query that fails")):
         run = result["samples"][name]
         lines += [f"**{title}** (exit code {run['exit_code']}):", "", "```bash", run["command"], "```", ""]

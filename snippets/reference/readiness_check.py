@@ -259,7 +259,11 @@ def _refusal(
 ) -> Finding:
     fix, page = FIXES.get(key or error, FIXES.get(error, GENERIC_FIX))
     if exc is not None:  # Spark's own words, first line, after the error class
-        said = re.sub(r"^\[[A-Z0-9_.]+\]\s*", "", str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        # A running query's failure is wrapped ("[STREAM_FAILED] Query [id = ...] terminated with exception: ..."):
+        # the cause's words say what was refused.
+        said = re.sub(r"^\[STREAM_FAILED\]\s*Query \[.*?\] terminated with exception:\s*", "", said)
+        said = re.sub(r"^(?:[\w.$]+Exception:\s*)?\[[A-Z0-9_.]+\]\s*", "", said)
         what = f"{what}: {said[:160]}" if said else what
     return Finding(ERROR, what, error, when, fix, page, rank, subject or key or "")
 
@@ -876,7 +880,14 @@ def recording(slots: int, source_partitions: int | None = None, timeout_s: float
         checkpoint = private_checkpoints.get(user_checkpoint, user_checkpoint)
         if quiet:
             self._df.sparkSession.sparkContext.setLogLevel("OFF")
-        raise Checked(check_writer(self._df, s, slots, source_partitions, checkpoint, timeout_s, withheld))
+        try:
+            report = check_writer(self._df, s, slots, source_partitions, checkpoint, timeout_s, withheld)
+        except ReadinessInputError:
+            raise
+        except Exception as exc:  # the check's own failure, not the file's: said as such
+            said = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            raise ReadinessInputError(f"the check failed on this query: {type(exc).__name__}: {said}") from None
+        raise Checked(report)
 
     patches = {
         "format": record("format", lambda s, fmt: setattr(s, "format", fmt)),
