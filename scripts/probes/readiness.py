@@ -126,16 +126,22 @@ def public_table(public: list[dict]) -> list[str]:
 
 
 def markdown(result: dict) -> str:
-    """docs/results/readiness-check.md: the agreement, then the two sample reports as the CLI printed them."""
+    """docs/results/readiness-check.md: the agreement, the public-example table, then the two sample reports as the
+    CLI printed them, each a snippet section (`:agreement`, `:public`, `:samples`) a page can include on its own."""
     from rtm_lab.generated import generated_note
 
-    lines = [generated_note("python scripts/tables.py readiness-check"), "", agreement_sentence(result), ""]
-    if result.get("public"):
-        lines += [*public_table(result["public"]), ""]
+    def section(name: str, body: list[str]) -> list[str]:
+        return [f"<!-- --8<-- [start:{name}] -->", *body, f"<!-- --8<-- [end:{name}] -->", ""]
+
+    lines = [generated_note("python scripts/tables.py readiness-check"), ""]
+    lines += section("agreement", [agreement_sentence(result)])
+    lines += section("public", public_table(result.get("public") or []))
+    samples = []
     for name, title in (("passing", "A query that passes"), ("failing", "A query that fails")):
         run = result["samples"][name]
-        lines += [f"**{title}** (exit code {run['exit_code']}):", "", "```bash", run["command"], "```", ""]
-        lines += ["```text", run["output"], "```", ""]
+        samples += [f"**{title}** (exit code {run['exit_code']}):", "", "```bash", run["command"], "```", ""]
+        samples += ["```text", run["output"], "```", ""]
+    lines += section("samples", samples)
     return "\n".join(lines)
 
 
