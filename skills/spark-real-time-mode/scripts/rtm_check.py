@@ -741,7 +741,7 @@ def _clock_warnings(df: DataFrame) -> list[Finding]:
             f"{call} is fixed when Spark plans the batch, and a real-time batch lasts the trigger interval: a latency "
             "or processing-time column built on it is wrong by up to the interval. Use the Kafka record's timestamp "
             "and take the time where the row is written.",
-            "latency-metrics.md#currenttimestamp-is-fixed-per-batch",
+            "latency-metrics.md (section: current_timestamp() is fixed per batch)",
             subject=call,
         )
         for call in used
