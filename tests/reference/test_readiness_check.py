@@ -264,3 +264,28 @@ def test_published_public_examples_agree_with_spark():
     assert all(row["agree"] for row in public), [row["case"] for row in public if not row["agree"]]
     three = next(r for r in public if r["case"] == "three-refusals")
     assert len(three["spark"]) == 3 and len(three["steps"]) == 4  # three refusals, one at a time, then it runs
+
+
+@pytest.mark.slow
+def test_python_code_and_clock_functions_are_read_from_the_plan(spark):
+    """Without running anything: each kind of Python code is named by the operator Spark's allowlist refuses it as
+    (the names the support-matrix cases see when Spark runs them), and each clock function is named."""
+    from pyspark.sql import functions as F
+
+    rate = spark.readStream.format("rate").load()
+    default_udf = F.udf(lambda v: str(v), "string")
+    plain_udf = F.udf(lambda v: str(v), "string", useArrow=False)
+    assert readiness_check._python_operators(rate.select(default_udf("value"))) == ["ArrowEvalPythonExec"]
+    assert readiness_check._python_operators(rate.select(plain_udf("value"))) == ["BatchEvalPythonExec"]
+    pandas_udf = F.pandas_udf(lambda v: v.astype(str), "string")
+    assert readiness_check._python_operators(rate.select(pandas_udf("value"))) == ["ArrowEvalPythonExec"]
+    assert readiness_check._python_operators(rate.mapInPandas(lambda it: it, rate.schema)) == ["MapInPandasExec"]
+    assert readiness_check._python_operators(rate.mapInArrow(lambda it: it, rate.schema)) == ["MapInArrowExec"]
+    assert readiness_check._python_operators(rate.select(F.upper(F.col("value").cast("string")))) == []
+    clocks = rate.select(F.current_timestamp(), F.now(), F.localtimestamp())
+    assert [f.subject for f in readiness_check._clock_warnings(clocks)] == [
+        "current_timestamp()",
+        "localtimestamp()",
+        "now()",
+    ]
+    assert readiness_check._clock_warnings(rate) == []

@@ -714,14 +714,21 @@ def _scala(seq) -> list:
     return items
 
 
+# PySpark's eval types (pyspark.util.PythonEvalType) of scalar UDFs, and the operator Spark runs each in: a plain
+# Python UDF (useArrow=False), an Arrow-optimised one (the default), a pandas UDF. The others (Arrow UDFs, map,
+# grouped, stateful) are arguments of their own plan node, named by it.
+SCALAR_UDFS = {100: "BatchEvalPythonExec", 101: "ArrowEvalPythonExec", 200: "ArrowEvalPythonExec"}
+SCALAR_UDFS[204] = "ArrowEvalPythonExec"  # a pandas UDF over an iterator of batches
+
+
 def _python_operators(df: DataFrame) -> list[str]:
     """The physical operators Spark plans for the query's Python code, read from the analysed plan without running
     it: a Python UDF becomes BatchEvalPythonExec (useArrow=False) or ArrowEvalPythonExec (the default, and pandas
     UDFs); mapInPandas and mapInArrow keep their own operators."""
     found = set()
     for node, expression in _expressions(df._jdf.queryExecution().analyzed()):
-        if _name(expression) == "PythonUDF":
-            found.add("BatchEvalPythonExec" if expression.evalType() == 100 else "ArrowEvalPythonExec")
+        if _name(expression) == "PythonUDF" and expression.evalType() in SCALAR_UDFS:
+            found.add(SCALAR_UDFS[expression.evalType()])
         if _name(node) in ("MapInPandas", "MapInArrow"):
             found.add(f"{_name(node)}Exec")
     return sorted(found)
