@@ -116,7 +116,6 @@ class Case:
     warnings: tuple[str, ...] = ()  # what the checker must warn about (it runs, but ...)
     warning_fixes: tuple[tuple[str, str], ...] = ()  # applied last, for the fixed variant without the warnings
     allowlist_on: tuple[str, str] | None = None  # the same query with Spark's allowlist check back on
-    extra: dict = field(default_factory=dict)
 
     def final(self) -> str:
         text = self.text
