@@ -1,25 +1,32 @@
 """Before `start()`: what real-time mode will refuse in a query, how many task slots it
 needs, and how to fix each.
 
-    python snippets/reference/readiness_check.py --slots N [--source-partitions N] \\
-        QUERY.py [ARGS ...]
+    python snippets/reference/readiness_check.py --slots N [--conf K=V ...] \\
+        [--source-partitions N] QUERY.py [ARGS ...]
 
 runs QUERY.py (with ARGS as its command line) the way you would, except that every
 `writeStream ... .start()` is stood in for: a real-time query is checked instead of
-started, and the file is stopped there. Exit 0: nothing that Spark refuses (warnings are
-tuning advice); 1: something Spark refuses; 2: bad input. `rtm_check(df, ...)` does the
-same for a DataFrame in your own code. scripts/rtm_check.py is this file; the skill
-ships it as scripts/rtm_check.py.
+started, and the file is stopped there. No session is started before the file's own: it
+gets what spark-submit would give it (Spark's defaults, spark-defaults.conf, --conf,
+then what the file sets). Exit 0: nothing that Spark refuses (warnings are tuning
+advice); 1: something Spark refuses, every finding listed; 2: bad input or an
+unreachable Kafka. `rtm_check(df, ...)` does the same for a DataFrame in your own code,
+in its own session. scripts/rtm_check.py is this file; the skill ships it as
+scripts/rtm_check.py.
 
-How it decides: the verdicts are Spark's own. Sinks are looked up in the installed
-Spark's real-time allowlist (`RealTimeModeAllowlist`, read by reflection), the trigger
-interval is compared with the session's
-`spark.sql.streaming.realTimeMode.minBatchDuration`, the output mode goes through
-Spark's `UnsupportedOperationChecker`, and the query itself is started for a moment, in
-real-time mode, on a private temporary copy of its checkpoint with the console sink and
-a 5-minute batch (no batch ends, nothing is printed or written), until Spark has planned
-the real-time scan; `RealTimeModeAllowlist.checkAllowedPhysicalOperator` then checks
-that plan, which also gives the shuffles for the slot count.
+How it decides: the verdicts are Spark's own. First what can be read without running:
+sinks are looked up in the installed Spark's real-time allowlist
+(`RealTimeModeAllowlist`, read by reflection), the trigger interval is compared with the
+session's `spark.sql.streaming.realTimeMode.minBatchDuration`, the output mode goes
+through Spark's `UnsupportedOperationChecker`, each Kafka source's topics are looked up
+on its broker and its refused options read, and Python code and clock functions are read
+from the analysed plan. Then the query is started for a moment, in real-time mode, on a
+private temporary copy of its checkpoint with the console sink (a refused sink swapped
+out, refused Kafka options left out) and a 5-minute batch (no batch ends, nothing is
+printed or written), until Spark has planned the real-time scan;
+`RealTimeModeAllowlist.checkAllowedPhysicalOperator` then checks that plan, which also
+gives the shuffles for the slot count. A refusal it cannot swap out ends the report with
+"Spark may refuse more once this is fixed".
 """
 
 # --8<-- [start:check]
@@ -34,7 +41,7 @@ from pathlib import Path
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
-from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+from pyspark.sql.streaming import DataStreamReader, DataStreamWriter, StreamingQuery
 
 RUNS, AT_CALL, AT_START, AT_RUN_TIME = (
     "runs",
@@ -47,11 +54,27 @@ RT = "STREAMING_REAL_TIME_MODE"
 ALLOWLIST = "org.apache.spark.sql.execution.streaming.runtime.RealTimeModeAllowlist$"
 NOT_IN_ALLOWLIST = f"{RT}.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"
 SLOTS_ERROR = "CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT"
-# The project's pages (in the skill: references/), where each rule and fix is proven.
+# the project's pages (in the skill: references/), where each rule and fix is proven
 PAGES = "docs/reference/"
 MOMENT_INTERVAL = (
     "5 minutes"  # the probe run's batch never ends: the console sink prints nothing
 )
+ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
+# Kafka reader options real-time mode refuses once running; the check reads them, then
+# tries the query without them.
+REFUSED_READER_OPTIONS = ("maxOffsetsPerTrigger", "minPartitions")
+# what Spark's Kafka source fails with on a topic that is not there
+MISSING_TOPIC = "UnknownTopicOrPartitionException"
+MORE = "Spark may refuse more once this is fixed"
+# how long the broker has to list its topics before the check says it is out of reach
+KAFKA_TIMEOUT_S = 15
+# Expressions that are evaluated once per batch (the optimiser turns them into a literal
+# when it plans the batch).
+CLOCK_EXPRESSIONS = {
+    "CurrentTimestamp": "current_timestamp()",
+    "Now": "now()",
+    "LocalTimestamp": "localtimestamp()",
+}
 
 
 class ReadinessInputError(ValueError):
@@ -70,6 +93,9 @@ class Finding:
     rank: int = (
         0  # among failures at the same moment, the order in which Spark meets them
     )
+    # what Spark's message names: a sink or operator class, a Kafka option, a topic, a
+    # slot count
+    subject: str = ""
 
     def line(self) -> str:
         head = f"{self.level.upper():7} {self.what}"
@@ -87,6 +113,9 @@ class Report:
     slots: int | None = None
     spark_version: str = ""
     how: str = ""
+    # False: a refusal stopped the trial before Spark's later checks, which may refuse
+    # more
+    complete: bool = True
 
     @property
     def slots_needed(self) -> int | None:
@@ -130,9 +159,15 @@ class Report:
             verdict = "enough" if self.slots >= need else f"{need - self.slots} short"
             lines.append(
                 f"Slots: needs {need} ({self.source_tasks} source + {shuffles} "
-                f"shuffle), {self.slots} given: {verdict}"
+                f"shuffle), {self.slots} given: "
+                f"{verdict}"
             )
         lines += [f.line() for f in self.findings] or ["No findings."]
+        if not self.complete and self.errors:
+            lines.append(
+                f"{MORE}: the check could not get past the refusals above to see "
+                "what Spark checks after them."
+            )
         lines.append(f"How: {self.how}")
         return "\n".join(lines)
 
@@ -195,8 +230,8 @@ def _condition(exc: BaseException) -> str:
 
 
 # What to do about each refusal, and the page that proves it. Spark decides *whether*
-# something is refused; this table only words the fix (a class it does not know gets the
-# generic advice).
+# something is refused; this
+# table only words the fix (a class it does not know gets the generic advice).
 FIXES = {
     "ArrowEvalPythonExec": (
         "Use built-in functions (pyspark.sql.functions) instead of the Python or "
@@ -216,8 +251,9 @@ FIXES = {
         "support-matrix.md",
     ),
     "SortExec": (
-        "Broadcast the static side of a join (F.broadcast(df)); for per-key state use "
-        "groupBy or dropDuplicates.",
+        "Broadcast the static side of a join (F.broadcast(df)); for per-key "
+        "state use groupBy or "
+        "dropDuplicates.",
         "support-matrix.md",
     ),
     "SortMergeJoinExec": (
@@ -225,8 +261,8 @@ FIXES = {
         "support-matrix.md",
     ),
     "ShuffleExchangeExec": (
-        "Use repartition(n) or a hash-partitioned operator: range partitioning is "
-        "refused.",
+        "Use repartition(n) or a hash-partitioned operator: range partitioning "
+        "is refused.",
         "support-matrix.md",
     ),
     "StreamingDeduplicateWithinWatermarkExec": (
@@ -234,8 +270,8 @@ FIXES = {
         "support-matrix.md",
     ),
     "StreamingSymmetricHashJoinExec": (
-        "Join the stream with a broadcast static table, or run the join in micro-batch "
-        "mode.",
+        "Join the stream with a broadcast static table, or run the join in "
+        "micro-batch mode.",
         "support-matrix.md",
     ),
     "ForeachBatchSink": (
@@ -252,8 +288,8 @@ FIXES = {
         "errors.md",
     ),
     "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL": (
-        "Use 5 seconds or more: the interval is a checkpoint interval, "
-        "not a latency target.",
+        "Use 5 seconds or more: the interval is a checkpoint interval, not a "
+        "latency target.",
         "errors.md",
     ),
     f"{RT}.OUTPUT_MODE_NOT_SUPPORTED": ('outputMode("update").', "errors.md"),
@@ -283,7 +319,9 @@ FIXES = {
     ),
     "STDS_FAILED_TO_READ_OPERATOR_METADATA": (
         "Python transformWithState does not run in OSS real-time mode: use the "
-        "Scala/Java transformWithState or built-in stateful operators.",
+        "Scala/Java transformWithState "
+        "or built-in stateful "
+        "operators.",
         "transform-with-state.md",
     ),
     "STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE": (
@@ -313,8 +351,9 @@ GENERIC_FIX = (
     "support-matrix.md",
 )
 # Spark checks these at start() in this order: the sink is made, then checked against
-# the allowlist, then the trigger interval, the session's configuration, the plan
-# (output mode, unions, limits) and async progress options.
+# the allowlist, then the
+# trigger interval, the session's configuration, the plan (output mode, unions, limits)
+# and async progress options.
 START_RANK = {
     "sink": 0,
     "allowlist": 1,
@@ -326,17 +365,47 @@ START_RANK = {
 
 
 def _refusal(
-    what: str, error: str, when: str, key: str | None = None, rank: int = 0, exc=None
+    what: str,
+    error: str,
+    when: str,
+    key: str | None = None,
+    rank: int = 0,
+    exc=None,
+    subject: str = "",
 ) -> Finding:
     fix, page = FIXES.get(key or error, FIXES.get(error, GENERIC_FIX))
     if exc is not None:  # Spark's own words, first line, after the error class
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        # A running query's failure is wrapped ("[STREAM_FAILED] Query [id = ...]
+        # terminated with exception: ..."):
+        # the cause's words say what was refused.
         said = re.sub(
-            r"^\[[A-Z0-9_.]+\]\s*",
+            r"^\[STREAM_FAILED\]\s*Query \[.*?\] terminated with exception:\s*",
             "",
-            str(exc).strip().splitlines()[0] if str(exc).strip() else "",
+            said,
         )
+        said = re.sub(r"^(?:[\w.$]+Exception:\s*)?\[[A-Z0-9_.]+\]\s*", "", said)
         what = f"{what}: {said[:160]}" if said else what
-    return Finding(ERROR, what, error, when, fix, page, rank)
+    return Finding(ERROR, what, error, when, fix, page, rank, subject or key or "")
+
+
+def _bypassed(refused: Finding) -> Finding:
+    """With the allowlist check switched off Spark runs what it would have refused: said
+    as a warning."""
+    return Finding(
+        WARNING,
+        f"{refused.what}: Spark would refuse it with {refused.error}, but "
+        f"{ALLOWLIST_CHECK} is false",
+        None,
+        "",
+        "Spark's own error says that switching the check off means you agree to "
+        "run the query at your own "
+        "risk: "
+        "nothing checks that it is right in real-time mode. To stay on what "
+        f"Spark supports: {refused.fix}",
+        "support-matrix.md#reading-the-table",
+        subject=refused.subject,
+    )
 
 
 def _sink_class(spark, settings: WriterSettings) -> tuple[str, str | None]:
@@ -410,6 +479,7 @@ def _check_writer(spark, df: DataFrame, settings: WriterSettings) -> list[Findin
                 AT_START,
                 key=short,
                 rank=START_RANK["allowlist"],
+                subject=short,
             )
         )
     if isinstance(settings.real_time, str):
@@ -422,8 +492,10 @@ def _check_writer(spark, df: DataFrame, settings: WriterSettings) -> list[Findin
         )
         if interval.batchDurationMs() < floor:
             error = "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL"
-            what = f"trigger(realTime={settings.real_time!r}): "
-            what += f"under the {floor} ms minimum"
+            what = (
+                f"trigger(realTime={settings.real_time!r}): under the {floor} "
+                "ms minimum"
+            )
             found.append(_refusal(what, error, AT_START, rank=START_RANK["interval"]))
     if settings.output_mode.lower() != "update":
         jvm = spark._jvm
@@ -471,10 +543,11 @@ def _plan_nodes(plan):
 
 def _moment(
     df: DataFrame, settings: WriterSettings, checkpoint: str, timeout_s: float
-) -> tuple[list[Finding], object]:
+) -> tuple[list[Finding], object, bool]:
     """Start the query for a moment on a private checkpoint and the console sink; return
-    what Spark refused and the physical plan it made (None when it refused before
-    planning)."""
+    what Spark refused, the physical plan it made (None when it refused before
+    planning), and whether the run got through all of Spark's checks (False: a refusal
+    stopped it before the later ones)."""
     writer = (
         df.writeStream.format("console")
         .outputMode("update")
@@ -489,15 +562,12 @@ def _moment(
         query = _ORIGINAL["start"](writer.option("checkpointLocation", checkpoint))
     except Exception as exc:
         error = _condition(exc)
-        return [
-            _refusal(
-                _what(error),
-                error,
-                AT_START,
-                rank=START_RANK.get(error, START_RANK["plan"]),
-                exc=exc,
-            )
-        ], None
+        rank = START_RANK.get(error, START_RANK["plan"])
+        return (
+            [_refusal(_what(error), error, AT_START, rank=rank, exc=exc)],
+            None,
+            False,
+        )
     try:
         deadline, failed = time.monotonic() + timeout_s, None
         while time.monotonic() < deadline and failed is None:
@@ -511,17 +581,19 @@ def _moment(
         else:
             if failed is None:
                 raise ReadinessInputError(
-                    f"Spark did not plan the query within {timeout_s:.0f}s: is its "
-                    "Kafka reachable from here?"
+                    f"Spark did not plan the query within {timeout_s:.0f}s: is "
+                    "its Kafka reachable from here?"
                 )
         plan = _executed(query)
         if failed is None and plan is not None:
             try:
                 # Spark's own check, on the plan Spark made for this query in real-time
                 # mode.
-                sql = df.sparkSession._jvm.org.apache.spark.sql
-                runtime = sql.execution.streaming.runtime
-                runtime.RealTimeModeAllowlist.checkAllowedPhysicalOperator(plan, True)
+                streaming = (
+                    df.sparkSession._jvm.org.apache.spark.sql.execution.streaming
+                )
+                RealTimeModeAllowlist = streaming.runtime.RealTimeModeAllowlist
+                RealTimeModeAllowlist.checkAllowedPhysicalOperator(plan, True)
                 # The source's own checks (Kafka refuses minPartitions here) run when it
                 # splits its input: ask now.
                 for scan in _scans(plan):
@@ -529,12 +601,12 @@ def _moment(
             except Exception as exc:
                 failed = exc
         if failed is None:
-            return [], plan
+            return [], plan, True
         error = _condition(failed)
         if (
             error == SLOTS_ERROR
         ):  # this session's slots, not the cluster's: counted from the plan instead
-            return [], plan
+            return [], plan, True
         if error == NOT_IN_ALLOWLIST and plan is not None:
             # Name every operator Spark's allowlist refuses, each with its own fix.
             allowlist = _jvm_class(df.sparkSession, ALLOWLIST)
@@ -548,16 +620,22 @@ def _moment(
                 {_name(n) for n in _streaming_nodes(plan) if not allowed(n)}
             )
             if refused:
-                return [
-                    _refusal(f"operator {name}", error, AT_RUN_TIME, key=name)
-                    for name in refused
-                ], plan
+                # The source's checks come after the operators' in Spark: the refused
+                # Kafka options were read
+                # before the run, so nothing Spark checks is left unseen.
+                return (
+                    [
+                        _refusal(f"operator {name}", error, AT_RUN_TIME, key=name)
+                        for name in refused
+                    ],
+                    plan,
+                    True,
+                )
         key = (
             _option_named(failed) if error == "UnsupportedOperationException" else None
         )
-        return [
-            _refusal(_what(key or error), error, AT_RUN_TIME, key=key, exc=failed)
-        ], plan
+        found = [_refusal(_what(key or error), error, AT_RUN_TIME, key=key, exc=failed)]
+        return found, plan, key is not None
     finally:
         query.stop()
 
@@ -686,13 +764,16 @@ def check_writer(
     source_partitions: int | None = None,
     checkpoint: str | None = None,
     timeout_s: float = 90.0,
+    withheld: list[dict[str, str]] | None = None,
 ) -> Report:
     """`rtm_check()` for the settings a `writeStream` chain recorded (see
-    `recording()`)."""
+    `recording()`); `withheld`: refused Kafka reader options `recording()` kept out of
+    the query, so that the trial run gets past them."""
     if not isinstance(df, DataFrame) or not hasattr(df, "_jdf"):
         raise ReadinessInputError(
-            f"expected a classic PySpark DataFrame, got {type(df).__name__} (Spark "
-            "Connect and other objects are not checked)"
+            f"expected a classic PySpark DataFrame, got {type(df).__name__} "
+            "(Spark Connect and other "
+            "objects are not checked)"
         )
     if not df.isStreaming:
         raise ReadinessInputError(
@@ -700,70 +781,272 @@ def check_writer(
         )
     if not isinstance(slots, int) or isinstance(slots, bool) or slots < 1:
         raise ReadinessInputError(
-            "no task slot count: pass slots=N (local[N], or executors x cores on a "
-            "cluster)"
+            "no task slot count: pass slots=N (local[N], or executors x cores on "
+            "a cluster)"
         )
     spark = df.sparkSession
     check_spark_version(spark.version, _has_class(spark, ALLOWLIST))
     report = Report(slots=slots, spark_version=spark.version)
+    # Read first, without running anything: the writer, the Kafka sources (their topics,
+    # their options), and the
+    # Python code and clock functions in the query's plan.
     report.findings += _check_writer(spark, df, settings)
     kafka = _kafka_sources(df)
-    with tempfile.TemporaryDirectory(prefix="rtm-check-") as private:
-        copy = Path(private) / "checkpoint"
-        if checkpoint and Path(checkpoint).is_dir():
-            shutil.copytree(checkpoint, copy)
-        moment, plan = _moment(df, settings, str(copy), timeout_s)
-    report.findings += moment
+    missing = [f for options in kafka for f in _missing_topics(spark, options)]
+    report.findings += missing
+    report.findings += _reader_options(kafka, withheld or [])
+    python = _python_operators(df)
+    # Spark fails on the topic before it plans the query: there is nothing more to run
+    if missing:
+        moment, plan, report.complete = [], None, False
+    else:
+        with tempfile.TemporaryDirectory(prefix="rtm-check-") as private:
+            copy = Path(private) / "checkpoint"
+            if checkpoint and Path(checkpoint).is_dir():
+                shutil.copytree(checkpoint, copy)
+            moment, plan, report.complete = _moment(df, settings, str(copy), timeout_s)
+    seen = {(f.error, f.subject) for f in report.findings}
+    report.findings += [f for f in moment if (f.error, f.subject) not in seen]
+    if not any(f.subject in python for f in moment if f.error == NOT_IN_ALLOWLIST):
+        # The run stopped before Spark's operator check (or never ran): the Python code
+        # is named from the plan.
+        report.findings += [
+            _refusal(
+                f"operator {name} (read from the plan, not run)",
+                NOT_IN_ALLOWLIST,
+                AT_RUN_TIME,
+                key=name,
+            )
+            for name in python
+        ]
     if plan is not None and not any(
         f.when == AT_RUN_TIME and f.error != NOT_IN_ALLOWLIST for f in moment
     ):
-        # Counted only for a query Spark gets as far as scheduling (a source refusal
-        # stops it before).
-        report.shuffle_tasks = tuple(
-            n.outputPartitioning().numPartitions()
-            for n in _streaming_nodes(plan)
-            if n.getClass().getSimpleName() == "ShuffleExchangeExec"
-        )
-        # One task per input partition of each real-time scan: for Kafka, the topic
-        # partitions Kafka reported.
-        counted = sum(scan.inputPartitions().size() for scan in _scans(plan))
-        report.source_tasks = (
-            counted if source_partitions is None else source_partitions
-        )
-        need = report.slots_needed
-        if need > slots and report.shuffle_tasks:
-            report.findings.append(
-                _refusal(
-                    f"slots: needs {need}, {slots} given ({need - slots} short)",
-                    SLOTS_ERROR,
-                    AT_RUN_TIME,
-                )
-            )
-        elif need > slots:
-            report.findings.append(
-                Finding(
-                    WARNING,
-                    f"slots: needs {need}, {slots} given ({need - slots} short)",
-                    None,
-                    "",
-                    "A one-stage query does not fail: the tasks without a slot wait, "
-                    "and their partitions' rows are late. Give it a slot per "
-                    "partition.",
-                    "slot-sizing.md",
-                )
-            )
-    for warning in _warnings(kafka):
+        _count_slots(report, plan, slots, source_partitions)
+    for warning in _warnings(kafka) + _clock_warnings(df):
         if (
             warning not in report.findings
         ):  # two reads of one topic give the same advice once
             report.findings.append(warning)
+    if spark.conf.get(ALLOWLIST_CHECK, "true").strip().lower() == "false":
+        # Spark skips its allowlist: what it would have refused runs, at the user's own
+        # risk (a warning, not an error).
+        report.findings = [
+            _bypassed(f) if f.error == NOT_IN_ALLOWLIST else f for f in report.findings
+        ]
+    read = "read the writer, the Kafka topics and options and the query's plan"
     report.how = (
-        "planned and started the query for a moment on a private copy of its "
-        "checkpoint with the console "
-        "sink, stopped before any batch ended; your sink and checkpoint were not "
-        "touched"
+        f"{read}; not started (Spark fails on a missing topic before anything else)"
+        if missing
+        else f"{read}, then started the query for a moment on a private copy of "
+        "its checkpoint with the "
+        "console "
+        "sink (refused sinks and Kafka options left out), stopped before any "
+        "batch ended; your sink and "
+        "checkpoint were not touched"
     )
     return report
+
+
+def _count_slots(
+    report: Report, plan, slots: int, source_partitions: int | None
+) -> None:
+    """Counted only for a query Spark gets as far as scheduling (a source refusal stops
+    it before)."""
+    report.shuffle_tasks = tuple(
+        n.outputPartitioning().numPartitions()
+        for n in _streaming_nodes(plan)
+        if n.getClass().getSimpleName() == "ShuffleExchangeExec"
+    )
+    if source_partitions is None:
+        try:
+            # One task per input partition of each real-time scan: for Kafka, the topic
+            # partitions Kafka reported.
+            source_partitions = sum(
+                scan.inputPartitions().size() for scan in _scans(plan)
+            )
+        except (
+            Exception
+        ):  # the source refuses to split its input (a refused option): not counted
+            report.shuffle_tasks = None
+            return
+    report.source_tasks = source_partitions
+    need = report.slots_needed
+    short = f"slots: needs {need}, {slots} given ({need - slots} short)"
+    if need > slots and report.shuffle_tasks:
+        report.findings.append(
+            _refusal(short, SLOTS_ERROR, AT_RUN_TIME, subject=str(need))
+        )
+    elif need > slots:
+        report.findings.append(
+            Finding(
+                WARNING,
+                short,
+                None,
+                "",
+                "A one-stage query does not fail: the tasks without a slot wait, "
+                "and their partitions' rows "
+                "are late. Give it a slot per "
+                "partition.",
+                "slot-sizing.md",
+            )
+        )
+
+
+def _topics(options: dict[str, str]) -> list[str]:
+    """The topics a Kafka source names (subscribePattern matches at run time: none)."""
+    lower = {k.lower(): v for k, v in options.items()}
+    if "subscribe" in lower:
+        return [t.strip() for t in lower["subscribe"].split(",") if t.strip()]
+    if "assign" in lower:
+        import json
+
+        return sorted(json.loads(lower["assign"]))
+    return []
+
+
+def _missing_topics(spark, options: dict[str, str]) -> list[Finding]:
+    """A finding per topic the source names that its broker does not have, asked with
+    Kafka's own admin client (the connector's), configured with the source's kafka.*
+    options."""
+    named = _topics(options)
+    if not named:
+        return []
+    jvm = spark._jvm
+    props = jvm.java.util.Properties()
+    for key, value in options.items():
+        if key.lower().startswith("kafka."):
+            props.setProperty(key[len("kafka.") :], value)
+    bootstrap = props.getProperty("bootstrap.servers")
+    admin = jvm.org.apache.kafka.clients.admin.Admin.create(props)
+    try:
+        names = (
+            admin.listTopics()
+            .names()
+            .get(KAFKA_TIMEOUT_S, jvm.java.util.concurrent.TimeUnit.SECONDS)
+        )
+        there = set(names.toArray())
+    except Exception:
+        raise ReadinessInputError(
+            f"Kafka at {bootstrap} did not list its topics within "
+            f"{KAFKA_TIMEOUT_S}s: is it "
+            "running and reachable "
+            "from here (kafka.bootstrap.servers)?"
+        ) from None
+    finally:
+        admin.close(jvm.java.time.Duration.ofSeconds(1))
+    return [
+        Finding(
+            ERROR,
+            f"Kafka topic {topic!r} does not exist on {bootstrap}",
+            MISSING_TOPIC,
+            AT_RUN_TIME,
+            "Create it or check the name (subscribe / assign).",
+            "readiness-check.md",
+            rank=-1,  # the source fails on it before the plan is checked
+            subject=topic,
+        )
+        for topic in named
+        if topic not in there
+    ]
+
+
+def _reader_options(
+    kafka: list[dict[str, str]], withheld: list[dict[str, str]]
+) -> list[Finding]:
+    """The Kafka reader options real-time mode refuses (Spark fails on them once
+    running)."""
+    found = {}
+    for options in kafka + withheld:
+        for key in options:
+            option = next(
+                (o for o in REFUSED_READER_OPTIONS if o.lower() == key.lower()), None
+            )
+            if option:
+                what = f"Kafka option {option}: not compatible with real-time mode"
+                found[option] = _refusal(
+                    what,
+                    "UnsupportedOperationException",
+                    AT_RUN_TIME,
+                    key=option,
+                    rank=1,
+                )
+    return list(found.values())
+
+
+def _expressions(plan):
+    """(plan node, expression) for every expression of every node of a logical plan."""
+    for node in _plan_nodes(plan):
+        todo = list(_scala(node.expressions()))
+        while todo:
+            expression = todo.pop()
+            yield node, expression
+            todo.extend(_scala(expression.children()))
+
+
+def _scala(seq) -> list:
+    items, iterator = [], seq.iterator()
+    while iterator.hasNext():
+        items.append(iterator.next())
+    return items
+
+
+# PySpark's eval types (pyspark.util.PythonEvalType) of scalar UDFs, and the operator
+# Spark runs each in: a plain
+# Python UDF (useArrow=False), an Arrow-optimised one (the default), a pandas UDF. The
+# others (Arrow UDFs, map,
+# grouped, stateful) are arguments of their own plan node, named by it.
+SCALAR_UDFS = {
+    100: "BatchEvalPythonExec",
+    101: "ArrowEvalPythonExec",
+    200: "ArrowEvalPythonExec",
+}
+SCALAR_UDFS[204] = "ArrowEvalPythonExec"  # a pandas UDF over an iterator of batches
+
+
+def _python_operators(df: DataFrame) -> list[str]:
+    """The physical operators Spark plans for the query's Python code, read from the
+    analysed plan without running it: a Python UDF becomes BatchEvalPythonExec
+    (useArrow=False) or ArrowEvalPythonExec (the default, and pandas UDFs); mapInPandas
+    and mapInArrow keep their own operators."""
+    found = set()
+    for node, expression in _expressions(df._jdf.queryExecution().analyzed()):
+        if _name(expression) == "PythonUDF" and expression.evalType() in SCALAR_UDFS:
+            found.add(SCALAR_UDFS[expression.evalType()])
+        if _name(node) in ("MapInPandas", "MapInArrow"):
+            found.add(f"{_name(node)}Exec")
+    return sorted(found)
+
+
+def _clock_warnings(df: DataFrame) -> list[Finding]:
+    """current_timestamp() and its kind in the analysed plan: evaluated once per batch,
+    which in real-time mode lasts the whole trigger interval."""
+    analysed = df._jdf.queryExecution().analyzed()
+    used = sorted(
+        {
+            CLOCK_EXPRESSIONS[_name(e)]
+            for _, e in _expressions(analysed)
+            if _name(e) in CLOCK_EXPRESSIONS
+        }
+    )
+    return [
+        Finding(
+            WARNING,
+            f"{call} in a real-time query: one value for the whole batch",
+            None,
+            "",
+            f"{call} is fixed when Spark plans the batch, and a real-time batch "
+            "lasts the trigger interval: a "
+            "latency "
+            "or processing-time column built on it is wrong by up to the "
+            "interval. Use the Kafka "
+            "record's timestamp "
+            "and take the time where the row is written.",
+            "latency-metrics.md (section: current_timestamp() is fixed per batch)",
+            subject=call,
+        )
+        for call in used
+    ]
 
 
 def _has_class(spark, name: str) -> bool:
@@ -779,8 +1062,9 @@ def check_spark_version(version: str, has_allowlist: bool) -> None:
     without one cannot be checked."""
     if not has_allowlist:
         raise ReadinessInputError(
-            f"Spark {version} has no real-time mode allowlist: run the check with the "
-            "Spark (4.1 or later) your query runs on"
+            f"Spark {version} has no real-time mode allowlist: run the check with "
+            "the Spark (4.1 or later) your "
+            "query runs on"
         )
 
 
@@ -798,6 +1082,7 @@ class Checked(Exception):
 
 
 _ORIGINAL: dict[str, object] = {}
+_ORIGINAL_READER: dict[str, object] = {}
 
 
 def _settings(writer: DataStreamWriter) -> WriterSettings:
@@ -808,13 +1093,52 @@ def _settings(writer: DataStreamWriter) -> WriterSettings:
 
 @contextmanager
 def recording(
-    slots: int, source_partitions: int | None = None, timeout_s: float = 90.0
+    slots: int,
+    source_partitions: int | None = None,
+    timeout_s: float = 90.0,
+    quiet: bool = False,
 ):
     """Within this block a `writeStream ... start()` does not start: a real-time query
     is checked (`Checked` is raised with the report), any other query runs on a private
-    checkpoint with the noop sink."""
+    checkpoint with the noop sink. A Kafka reader's options that real-time mode refuses
+    are kept out of the query (and reported), so the check sees past them. `quiet`:
+    Spark's own log is switched off for the check (its failures are the report)."""
     private_checkpoints: dict[str, str] = {}
     scratch = tempfile.mkdtemp(prefix="rtm-check-files-")
+    withheld: list[dict[str, str]] = []
+
+    def held(reader) -> dict[str, str]:
+        if not hasattr(reader, "_rtm_withheld"):
+            reader._rtm_withheld = {}
+        return reader._rtm_withheld
+
+    def reader_format(self, source):
+        self._rtm_format = source
+        return _ORIGINAL_READER["format"](self, source)
+
+    def reader_option(self, key, value):
+        if str(key).lower() in {o.lower() for o in REFUSED_READER_OPTIONS}:
+            held(self)[key] = str(value)
+            return self
+        return _ORIGINAL_READER["option"](self, key, value)
+
+    def reader_options(self, **options):
+        for key, value in options.items():
+            reader_option(self, key, value)
+        return self
+
+    def reader_load(self, path=None, format=None, schema=None, **options):
+        reader_options(self, **options)
+        kept = held(self)
+        if kept and (format or getattr(self, "_rtm_format", None)) != "kafka":
+            for (
+                key,
+                value,
+            ) in kept.items():  # another source's own option of that name: passed on
+                _ORIGINAL_READER["option"](self, key, value)
+        elif kept:
+            withheld.append(dict(kept))
+        return _ORIGINAL_READER["load"](self, path=path, format=format, schema=schema)
 
     def record(name, update):
         def wrapper(self, *args, **kwargs):
@@ -830,8 +1154,8 @@ def recording(
         s = _settings(self)
         try:
             result = _ORIGINAL["trigger"](self, **kwargs)
+        # PySpark refuses the argument here, before start(); carry on to see the rest
         except Exception as exc:
-            # PySpark refuses the argument here, before start(); see the rest anyway.
             s.call_errors.append(
                 (
                     f"trigger({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})",
@@ -869,13 +1193,15 @@ def recording(
                 s.other_trigger.get("availableNow") or s.other_trigger.get("once")
             ):
                 raise ReadinessInputError(
-                    "the file starts a micro-batch query (no trigger(realTime=...)): "
-                    "add the real-time trigger, then "
+                    "the file starts a micro-batch query (no "
+                    "trigger(realTime=...)): add "
+                    "the real-time trigger, then "
                     "check it"
                 )
             # A micro-batch run that ends (e.g. before a switch to real-time): run it on
-            # a private checkpoint into noop, so that what it leaves in the checkpoint
-            # is seen by the real-time query checked next.
+            # a private checkpoint into
+            # noop, so that what it leaves in the checkpoint is seen by the real-time
+            # query checked next.
             private = private_checkpoints.setdefault(
                 user_checkpoint or str(len(private_checkpoints)),
                 tempfile.mkdtemp(dir=scratch),
@@ -889,9 +1215,22 @@ def recording(
                 stand_in = _ORIGINAL["trigger"](stand_in, **s.other_trigger)
             return _ORIGINAL["start"](stand_in)
         checkpoint = private_checkpoints.get(user_checkpoint, user_checkpoint)
-        raise Checked(
-            check_writer(self._df, s, slots, source_partitions, checkpoint, timeout_s)
-        )
+        if quiet:
+            self._df.sparkSession.sparkContext.setLogLevel("OFF")
+        try:
+            report = check_writer(
+                self._df, s, slots, source_partitions, checkpoint, timeout_s, withheld
+            )
+        except ReadinessInputError:
+            raise
+        except (
+            Exception
+        ) as exc:  # the check's own failure, not the file's: said as such
+            said = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            raise ReadinessInputError(
+                f"the check failed on this query: {type(exc).__name__}: {said}"
+            ) from None
+        raise Checked(report)
 
     patches = {
         "format": record("format", lambda s, fmt: setattr(s, "format", fmt)),
@@ -907,14 +1246,27 @@ def recording(
         "trigger": trigger,
         "start": start,
     }
+    reader_patches = {
+        "format": reader_format,
+        "option": reader_option,
+        "options": reader_options,
+        "load": reader_load,
+    }
     _ORIGINAL.update({name: getattr(DataStreamWriter, name) for name in patches})
+    _ORIGINAL_READER.update(
+        {name: getattr(DataStreamReader, name) for name in reader_patches}
+    )
     for name, patched in patches.items():
         setattr(DataStreamWriter, name, patched)
+    for name, patched in reader_patches.items():
+        setattr(DataStreamReader, name, patched)
     try:
         yield
     finally:
         for name in patches:
             setattr(DataStreamWriter, name, _ORIGINAL[name])
+        for name in reader_patches:
+            setattr(DataStreamReader, name, _ORIGINAL_READER[name])
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -957,19 +1309,23 @@ def check_my_query(
 # --8<-- [end:usage]
 
 
-# --8<-- [start:cli]
 def check_file(
-    path: str, args: list[str], slots: int, source_partitions: int | None = None
+    path: str,
+    args: list[str],
+    slots: int,
+    source_partitions: int | None = None,
+    quiet: bool = False,
 ) -> Report:
     """Run a query file as `python PATH ARGS...` would, checking its first real-time
-    `start()`."""
+    `start()`, in the session the file builds (or the one already running in this
+    process)."""
     import runpy
 
     _readable(path)
     argv = sys.argv
     sys.argv = [path, *args]
     try:
-        with recording(slots, source_partitions):
+        with recording(slots, source_partitions, quiet=quiet):
             runpy.run_path(path, run_name="__main__")
     except Checked as done:
         return done.report
@@ -977,34 +1333,36 @@ def check_file(
         raise
     except SystemExit as exc:
         raise ReadinessInputError(
-            f"{path} exited ({exc.code}) before starting a real-time query: check its "
-            "arguments"
+            f"{path} exited ({exc.code}) before starting a real-time query: check "
+            "its arguments"
         ) from None
     except Exception as exc:
         said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ReadinessInputError(
-            f"{path} failed before starting a real-time query: {type(exc).__name__}: "
-            f"{said}"
+            f"{path} failed before starting a real-time query: "
+            f"{type(exc).__name__}: {said}"
         ) from None
     finally:
         sys.argv = argv
     raise ReadinessInputError(
         f"{path} started no streaming query in real-time mode: it must call "
-        "writeStream ... trigger(realTime=...) ... start()"
+        "writeStream ... "
+        "trigger(realTime=...) ... "
+        "start()"
     )
 
 
 def _readable(path: str) -> None:
     if not Path(path).is_file() or not path.endswith(".py"):
         raise ReadinessInputError(
-            f"{path} is not a Python file: pass the .py file that builds and starts "
-            "the query"
+            f"{path} is not a Python file: pass the .py file that builds and "
+            "starts the query"
         )
 
 
 def parse_args(argv: list[str]):
-    """The parsed command line, or 2 after a one-line message when it cannot be "
-    "checked."""
+    """The parsed command line, or 2 after a one-line message when it cannot be
+    checked."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -1026,6 +1384,15 @@ def parse_args(argv: list[str]):
         help="where the short check run happens (%(default)s)",
     )
     parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="a Spark setting you pass to spark-submit (repeatable); "
+        "spark-defaults.conf is read "
+        "as spark-submit reads it",
+    )
+    parser.add_argument(
         "--jars",
         help="jars for the check session (the Kafka connector), comma-separated",
     )
@@ -1041,9 +1408,15 @@ def parse_args(argv: list[str]):
     try:
         if ns.slots is None or ns.slots < 1:
             raise ReadinessInputError(
-                "no task slot count: pass --slots N (N of local[N], or executors x "
-                "cores)"
+                "no task slot count: pass --slots N (N of local[N], or executors "
+                "x cores)"
             )
+        for setting in ns.conf:
+            if "=" not in setting or not setting.split("=", 1)[0].strip():
+                raise ReadinessInputError(
+                    f"--conf {setting!r} is not KEY=VALUE: pass it as "
+                    "spark-submit takes it"
+                )
         _readable(ns.file)
     except ReadinessInputError as exc:
         print(f"rtm_check: {exc}", file=sys.stderr)
@@ -1051,23 +1424,50 @@ def parse_args(argv: list[str]):
     return ns
 
 
-def main(argv: list[str] | None = None, jars: str | None = None) -> int:
+def submit_args(
+    ns, jars: str | None = None, launcher_conf: dict[str, str] | None = None
+) -> list[str]:
+    """What spark-submit gets when the file builds its session: no session is started
+    before the file's own, so the file gets what it would get from spark-submit (Spark's
+    defaults, spark-defaults.conf, --conf, then what the file sets itself), never
+    settings of the checker's."""
+    args = ["--master", ns.master]
+    for flag, value in (("--jars", ns.jars or jars), ("--packages", ns.packages)):
+        if value:
+            args += [flag, value]
+    for key, value in (
+        launcher_conf or {}
+    ).items():  # how the checker's JVM logs and listens, not query settings
+        args += ["--conf", f"{key}={value}"]
+    for setting in ns.conf:
+        args += ["--conf", setting]
+    return args
+
+
+def main(
+    argv: list[str] | None = None,
+    jars: str | None = None,
+    launcher_conf: dict[str, str] | None = None,
+) -> int:
+    import os
+    import shlex
+
     ns = parse_args(sys.argv[1:] if argv is None else argv)
     if isinstance(ns, int):
         return ns
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("rtm-check").master(ns.master)
-    for key, value in (
-        ("spark.jars", ns.jars or jars),
-        ("spark.jars.packages", ns.packages),
-    ):
-        if value:
-            builder = builder.config(key, value)
-    # The check's own failures are the report: Spark's log of them would only repeat it.
-    builder.getOrCreate().sparkContext.setLogLevel("OFF")
+    # PySpark starts the JVM through spark-submit with these arguments when the file
+    # calls getOrCreate().
+    before = (
+        os.environ.get("PYSPARK_SUBMIT_ARGS", "").replace("pyspark-shell", "").strip()
+    )
+    ours = shlex.join(submit_args(ns, jars, launcher_conf))
+    os.environ["PYSPARK_SUBMIT_ARGS"] = f"{before} {ours} pyspark-shell".strip()
     try:
-        report = check_file(ns.file, ns.args, ns.slots, ns.source_partitions)
+        # Quiet: the check's own failures are the report, Spark's log of them would only
+        # repeat it.
+        report = check_file(
+            ns.file, ns.args, ns.slots, ns.source_partitions, quiet=True
+        )
     except ReadinessInputError as exc:
         print(f"rtm_check: {exc}", file=sys.stderr)
         return 2

@@ -458,3 +458,22 @@ def test_the_skills_readiness_checker_runs_outside_the_repository(reader_env, la
         done.stdout
     )
     assert "No findings." in done.stdout, done.stdout
+
+
+@pytest.mark.slow
+def test_the_skills_readiness_checker_judges_the_session_the_users_code_gets(reader_env, lab, kafka_topic, tmp_path):
+    """The skill's copy, on a groupBy that leaves spark.sql.shuffle.partitions unset, counts the slots Spark demands
+    at its default: 2 source partitions + 200 shuffle partitions = 202 (Spark's own CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT
+    message for the same file, tests/reference/test_readiness_check.py::test_the_groupby_case_is_the_one_spark_demands_202_slots_for)."""
+    from rtm_lab.probes.public_examples import CASES
+
+    groupby = next(c for c in CASES if c.id == "groupby-default-shuffle-partitions")
+    shutil.copy(SKILL / "scripts" / "rtm_check.py", tmp_path / "rtm_check.py")
+    (tmp_path / "key_counts.py").write_text(groupby.text)
+    source, sink = kafka_topic(partitions=2), kafka_topic(partitions=1)
+    args = [lab.kafka_bootstrap, source, sink, str(tmp_path / "checkpoint")]
+    run = [reader_env["VIRTUAL_ENV"] + "/bin/python", "rtm_check.py", "--slots", "4", "key_counts.py", *args]
+    done = subprocess.run(run, cwd=tmp_path, env=reader_env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, tail(done.stdout + done.stderr)
+    assert "Slots: needs 202 (2 source + 200 shuffle), 4 given: 198 short" in done.stdout, done.stdout
+    assert "-> CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT (fails at run time)" in done.stdout, done.stdout
