@@ -71,8 +71,8 @@ def agreement_sentence(result: dict) -> str:
 
 def public_rows(log) -> list[dict]:
     """The public-example cases (rtm_lab.probes.public_examples), in a session at Spark's default settings."""
-    from rtm_lab.probes import public_examples
     from rtm_lab import lab
+    from rtm_lab.probes import public_examples
     from rtm_lab.spark import spark_session
 
     state, _ = lab.up(log=log)
@@ -139,7 +139,14 @@ def markdown(result: dict) -> str:
     samples = []
     for name, title in (("passing", "A query that passes"), ("failing", "A query that fails")):
         run = result["samples"][name]
-        samples += [f"**{title}** (exit code {run['exit_code']}):", "", "```bash", wrapped_command(run["command"]), "```", ""]
+        samples += [
+            f"**{title}** (exit code {run['exit_code']}):",
+            "",
+            "```bash",
+            wrapped_command(run["command"]),
+            "```",
+            "",
+        ]
         samples += ["```text", run["output"], "```", ""]
     lines += section("samples", samples)
     return "\n".join(lines)
@@ -165,7 +172,7 @@ def run_samples(bootstrap: str) -> dict:
 
 
 def main() -> int:
-    from rtm_lab import lab, topics
+    from rtm_lab import lab
     from rtm_lab.probes.mistakes import MISTAKES
     from rtm_lab.probes.support_matrix import CASES
     from rtm_lab.spark import spark_session
@@ -208,7 +215,9 @@ def main() -> int:
         "public": public,
     }
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"readiness check agrees with Spark on {agreeing}/{len(rows)} cases; wrote {RESULTS.relative_to(PROJECT_ROOT)}")
+    print(
+        f"readiness check agrees with Spark on {agreeing}/{len(rows)} cases; wrote {RESULTS.relative_to(PROJECT_ROOT)}"
+    )
     return 0 if agreeing == len(rows) and all(r["agree"] for r in public) else 1
 
 
