@@ -40,6 +40,10 @@ FAILS = "fails"
 # The bound: no output row within 60 s is a stall. A case that ends earlier (output, or a failure) returns as
 # soon as it is known, so the bound costs time only when something stalls.
 STALL_S = 60.0
+# Output that is not yet right gets three probe intervals (5 s each) to become right before it is called wrong;
+# output that is right is read again after a second, for anything extra a broken operator lets through.
+WRONG_AFTER_S = 15.0
+SETTLE_S = 1.0
 
 
 SIX = tuple({"id": i % 3, "k": f"k{i % 3 % 2}"} for i in range(6))  # ids 0, 1, 2, each twice
@@ -311,7 +315,6 @@ def _watch(case: OffCase, run: Run, stall_s: float) -> Answer:
             if seen and first_output is None:
                 first_output = time.monotonic()
             if seen and seen == case.correct:
-                # Wait a moment for anything extra (a duplicate a broken operator lets through) before judging.
                 time.sleep(SETTLE_S)
                 seen = case.output(run)
                 return Answer(RUNS_CORRECTLY) if seen == case.correct else _wrong(case, seen)
@@ -326,11 +329,6 @@ def _watch(case: OffCase, run: Run, stall_s: float) -> Answer:
         if seen:
             return _wrong(case, seen)
         return Answer(STALLS, detail=f"no output row within {stall_s:.0f} s")
-
-
-# Output that is not yet right gets three probe intervals (5 s each) to become right before it is called wrong.
-WRONG_AFTER_S = 15.0
-SETTLE_S = 1.0
 
 
 def _wrong(case: OffCase, seen: list) -> Answer:
