@@ -94,10 +94,3 @@ def test_cells_name_what_failed_where():
     classed = cell({"kind": "fails at start()", "error": "INVALID_X", "message": "[INVALID_X] long text"})
     assert classed == "✗ at `start()`: `INVALID_X`"
     assert cell(None) == "not run"
-
-
-def test_a_restart_case_cell_says_what_was_checked():
-    right = {"kind": RUNS, "trigger": "py4j", "checks": ["first run: right", "after the restart: right"]}
-    assert cell(right) == "✓ runs (py4j); first run: right; after the restart: right"
-    wrong = {"kind": RUNS, "checks": ["first run: right", "after the restart: wrong ([{'id': 0}])"]}
-    assert cell(wrong).startswith("⚠ runs, output wrong; first run: right; after the restart: wrong")
