@@ -3,6 +3,7 @@
 
   python scripts/tables.py support-matrix        the support matrix, from the cases its test runs (and the
                                                  readiness check's agreement, from readiness-check.json)
+  python scripts/tables.py allowlist-off         the support matrix's allowlist-off table, from the cases its test runs
   python scripts/tables.py readiness-check       the readiness check's agreement and sample reports, from its JSON
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md from the latency benchmark's JSON
@@ -60,6 +61,12 @@ def _support_matrix(results: Path) -> str:
     return table + "\n" + agreement_sentence(json.loads(path.read_text())) + "\n"
 
 
+def _allowlist_off_rows():
+    from rtm_lab.probes.allowlist_off import table_rows
+
+    return table_rows()
+
+
 def _mistakes_rows():
     from rtm_lab.probes.mistakes import table_rows
 
@@ -90,6 +97,7 @@ STALL_SOURCES = ("latency-sweep.json", "boundary-settings.json")
 
 TABLES = {
     "support-matrix": Table("support-matrix.md", _support_matrix),
+    "allowlist-off": Table("allowlist-off.md", _cases_table("allowlist-off", _allowlist_off_rows)),
     "readiness-check": Table("readiness-check.md", _from_json("readiness-check.json", "rtm_lab.probes.readiness")),
     "errors": Table("errors.md", _cases_table("errors", _mistakes_rows)),
     "latency": Table("latency.md", _from_json("latency.json", "rtm_lab.benchmarks.latency_report")),

@@ -488,7 +488,7 @@ def test_no_template_or_second_skill_under_skills():
 
 # ---- The "Can I ...?" table -----------------------------------------------------------------------------------------
 
-CAN_I_ROWS = 22
+CAN_I_ROWS = 23
 
 
 def can_i_rows() -> list[list[str]]:
@@ -549,6 +549,15 @@ def test_can_i_rows_about_cases_say_what_the_case_list_says():
         cases["operator-dropduplicateswithinwatermark"].expected.error
         in rows["use `dropDuplicatesWithinWatermark`?"][1]
     )
+    from rtm_lab.probes.allowlist_off import CASES as OFF
+    from rtm_lab.probes.allowlist_off import RUNS_CORRECTLY
+
+    off = rows["switch the allowlist off (`allowlistCheck=false`)?"][1]
+    for case in OFF:
+        named = case.refusal.split(" (")[0]
+        assert named in off, named
+        if case.expected.kind != RUNS_CORRECTLY and f"{named} still fails" in off:
+            assert case.expected.error in off
     boolean = next(m for m in MISTAKES if m.id == "boolean_trigger")
     assert (
         boolean.expected.error in rows["write `trigger(realTime=True)`?"][1]

@@ -5,6 +5,7 @@ In the template:
     {{ case ID [ID ...] }}        what OSS Spark does with these support-matrix cases (scripts/rtm_lab/probes/support_matrix.py)
     {{ databricks ID [ID ...] }}  what the Databricks docs say about them (the same cases' `databricks` field)
     {{ mistake ID }}              the error a mistake in scripts/rtm_lab/probes/mistakes.py gets, and its fix
+    {{ allowlist-off }}           what the bypassed refusals of scripts/rtm_lab/probes/allowlist_off.py do with the check off
     {{ figure FILE.json:PATH }}   one value from docs/results/FILE.json, so a measured figure is never typed: PATH
                                   is keys joined by "/", and `key=value` picks the list item whose key has that value
                                   (e.g. `ad_attribution_latency.json:runs/rate=1000/modes/realtime/p50_ms`)
@@ -23,6 +24,7 @@ from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.skillgen.markdown import RenderError
 
 FIGURE = re.compile(r"\{\{ figure (?P<file>[\w.-]+\.json):(?P<path>\S+) \}\}")
+ALLOWLIST_OFF = "{{ allowlist-off }}"
 DIRECTIVE = re.compile(r"\{\{ (?P<kind>case|databricks|mistake) (?P<ids>[\w-]+(?: [\w-]+)*) \}\}")
 MACHINES = "{{ machines }}"
 RESULTS = PROJECT_ROOT / "docs" / "results"
@@ -130,8 +132,26 @@ def _figure(file: str, path: str, where: str) -> str:
     return str(value)
 
 
+def _allowlist_off() -> str:
+    """Which bypassed refusals ran correctly with the check off, and which still fail (with their classes)."""
+    from rtm_lab.probes.allowlist_off import CASES, RUNS_CORRECTLY
+
+    def short(refusal: str) -> str:
+        return re.sub(r" \(.*\)$", "", refusal)
+
+    ran = list(dict.fromkeys(short(c.refusal) for c in CASES if c.expected.kind == RUNS_CORRECTLY))
+    failing: dict[str, list[str]] = {}
+    for c in CASES:
+        if c.expected.kind != RUNS_CORRECTLY and short(c.refusal) not in ran:
+            failing.setdefault(short(c.refusal), []).append(f"`{c.expected.error}`")
+    still = "; ".join(f"{name} still fails ({', then '.join(errors)})" for name, errors in failing.items())
+    return f"{', '.join(ran)} ran correctly; {still}"
+
+
 def expand(text: str, where: str) -> str:
     text = FIGURE.sub(lambda m: _figure(m["file"], m["path"], where), text)
+    if ALLOWLIST_OFF in text:
+        text = text.replace(ALLOWLIST_OFF, _allowlist_off())
 
     def replace(match: re.Match) -> str:
         ids = match["ids"].split()

@@ -403,7 +403,7 @@ def _bypassed(refused: Finding) -> Finding:
         "risk: "
         "nothing checks that it is right in real-time mode. To stay on what "
         f"Spark supports: {refused.fix}",
-        "support-matrix.md#reading-the-table",
+        "support-matrix.md#with-the-allowlist-switched-off",
         subject=refused.subject,
     )
 
