@@ -208,7 +208,9 @@ def setup_from_page() -> tuple[list[str], str]:
     page = parse_page(SETUP_PAGE)
     section = setup_section()
     in_section = [b for b in page.blocks if b.code and b.code in section]
-    pip = [m for b in in_section if b.language in SHELL for m in re.findall(r"pip install ([^\n]+)", b.code)]
+    # One command, which may go on over lines ending in a backslash (the page keeps code within its width).
+    joined = [b.code.replace("\\\n", " ") for b in in_section if b.language in SHELL]
+    pip = [m for code in joined for m in re.findall(r"pip install ([^\n]+)", code)]
     assert len(pip) == 1, f"expected one `pip install` line in '{SETUP_SECTION}', found {pip}"
     conf = [b.code for b in in_section if b.language == "properties"]
     assert len(conf) == 1, f"expected one `properties` block (spark-defaults.conf) in '{SETUP_SECTION}'"
