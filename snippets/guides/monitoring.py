@@ -141,11 +141,9 @@ class ProgressGauges(StreamingQueryListener):
 
     def __init__(self, interval_s: float):
         self.interval_s = interval_s
-        self.names: dict[str, str] = {}
 
     def onQueryStarted(self, event):
         name = event.name or str(event.id)
-        self.names[str(event.id)] = name
         BATCH_INTERVAL.labels(name).set(self.interval_s)
         BATCH_END.labels(name).set(time.time())
 

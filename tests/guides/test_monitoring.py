@@ -247,8 +247,13 @@ def test_promql_quantiles_agree_with_the_records_and_a_clean_run_fires_nothing(r
         10,
         "Prometheus to count every input record",
     )
-    # The driver's listener gauges are scraped beside the monitor's (the query's start set them).
+    # With every input record counted out, the 1:1 pipeline's backlog reads zero.
+    assert run.value(f"sum(rtm_input_records_total{selector}) - sum(rtm_output_records_total{selector})") == 0
+    # The driver's listener gauges are scraped beside the monitor's (the query's start set them), but no batch has
+    # ended: thousands of records went through and Spark reported no progress, so batch gauges have no series yet.
     assert run.value("max(rtm_batch_interval_seconds)") == 300
+    assert run.value("max(rtm_batch_last_end_timestamp_seconds)") > 0
+    assert run.value("count(rtm_batch_id)", all_=True) == []
     # Nothing fired, nor was pending, at any evaluation during the run.
     window = int(time.time() - began) + 2
     assert run.value(f"count(max_over_time(ALERTS{selector}[{window}s]))", all_=True) == []
