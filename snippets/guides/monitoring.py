@@ -4,6 +4,11 @@ Run it beside the query (it reads the sink topic, and the source topic's end off
 
     python monitoring.py --bootstrap HOST:PORT --source SOURCE --sink SINK --port 9464
 
+or, for a query writing into PostgreSQL through the Postgres sink's table:
+
+    python monitoring.py --bootstrap HOST:PORT --source SOURCE --table SCHEMA.TABLE \
+        --postgres DSN --port 9464
+
 or import it into the driver and add `ProgressGauges` to get batch-end progress too.
 """
 
@@ -14,9 +19,12 @@ import sys
 import threading
 import time
 import urllib.request
+from datetime import timedelta
 
+import psycopg2
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from psycopg2 import sql
 from pyspark.sql.streaming import StreamingQueryListener
 
 # 1 ms to 10 s in 1-2-5 steps, base unit seconds: a quantile read from this histogram
@@ -118,6 +126,70 @@ def watch_kafka_sink(
 
 # --8<-- [end:monitor]
 
+# --8<-- [start:postgres]
+# How far back each poll looks again: a row stamped earlier but committed later (a
+# long transaction) is still seen. Keep it above the sink's longest transaction.
+LATE_COMMIT_S = 10
+
+
+def watch_postgres_sink(
+    dsn: str,
+    table: str,
+    bootstrap: str,
+    source: str,
+    query: str = "rtm",
+    stop: threading.Event | None = None,
+    ready: threading.Event | None = None,
+    poll_s: float = 0.5,
+) -> None:
+    """Export latency for the rows a query writes to `schema.table`: the row's
+    `written_at` (the database's clock_timestamp() at the write) minus the event's
+    `created_ms`. An index on written_at keeps each poll cheap."""
+    stop = stop or threading.Event()
+    schema, name = table.split(".")
+    select = sql.SQL(
+        "SELECT id, written_at, "
+        "extract(epoch FROM written_at) * 1000 - created_ms FROM {} "
+        "WHERE written_at > %s ORDER BY written_at"
+    ).format(sql.Identifier(schema, name))
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "rtm-monitor", "log_level": 2}
+    )
+    conn = psycopg2.connect(dsn, connect_timeout=5)
+    conn.autocommit = True  # each poll sees what was committed since the last
+    try:
+        consumer.list_topics(timeout=5)  # raises KafkaException if no broker answers
+        appended = end_offsets(consumer, source)
+        with conn.cursor() as cur:
+            cur.execute("SELECT clock_timestamp()")
+            newest = cur.fetchone()[0]  # rows written from now on
+            seen: dict[tuple, object] = {}  # (id, written_at) -> written_at, recent
+            last_out = time.time()
+            SINCE_LAST_OUT.labels(query).set_function(lambda: time.time() - last_out)
+            if ready is not None:
+                ready.set()
+            while not stop.wait(poll_s):
+                cur.execute(select, (newest - timedelta(seconds=LATE_COMMIT_S),))
+                for row_id, written_at, latency_ms in cur.fetchall():
+                    if (row_id, written_at) in seen:
+                        continue
+                    seen[(row_id, written_at)] = written_at
+                    LATENCY.labels(query).observe(float(latency_ms) / 1000)
+                    ROWS_OUT.labels(query).inc()
+                    newest = max(newest, written_at)
+                    last_out = time.time()
+                horizon = newest - timedelta(seconds=LATE_COMMIT_S)
+                seen = {k: w for k, w in seen.items() if w > horizon}
+                now_appended = end_offsets(consumer, source)
+                ROWS_IN.labels(query).inc(max(0, now_appended - appended))
+                appended = now_appended
+    finally:
+        conn.close()
+        consumer.close()
+
+
+# --8<-- [end:postgres]
+
 # --8<-- [start:listener]
 BATCH_ID = Gauge("rtm_batch_id", "Id of the last batch that ended", ["query"])
 BATCH_ROWS = Gauge("rtm_batch_input_rows", "Input rows of the last batch", ["query"])
@@ -185,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap", required=True, help="Kafka host:port")
     parser.add_argument("--source", required=True, help="the query's source topic")
-    parser.add_argument("--sink", required=True, help="the query's sink topic")
+    sink = parser.add_mutually_exclusive_group(required=True)
+    sink.add_argument("--sink", help="the query's sink topic")
+    sink.add_argument("--table", help="the query's Postgres table, schema.table")
+    parser.add_argument("--postgres", help="the DSN of the table's database")
     parser.add_argument("--query", default="rtm", help="the `query` label")
     parser.add_argument("--port", type=int, default=9464, help="metrics port")
     parser.add_argument("--host", default="127.0.0.1", help="metrics address")
@@ -203,8 +278,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     print(f"metrics on http://{args.host}:{args.port}/metrics", flush=True)
+    if args.table and not (args.postgres and "." in args.table):
+        print("error: --table needs schema.table and --postgres DSN", file=sys.stderr)
+        return 2
     try:
-        watch_kafka_sink(args.bootstrap, args.source, args.sink, args.query)
+        if args.table:
+            watch_postgres_sink(
+                args.postgres, args.table, args.bootstrap, args.source, args.query
+            )
+        else:
+            watch_kafka_sink(args.bootstrap, args.source, args.sink, args.query)
+    except psycopg2.OperationalError as error:
+        reason = str(error).strip().splitlines()[0]
+        print(f"error: Postgres: {reason}", file=sys.stderr)
+        return 2
     except KafkaException as error:
         print(
             f"error: Kafka at {args.bootstrap}: {error.args[0].str()}", file=sys.stderr

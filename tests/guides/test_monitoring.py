@@ -292,3 +292,74 @@ def test_pausing_the_driver_fires_the_stall_alert_and_resuming_resolves_it(run):
     finally:
         stop_load.set()
         load.join(timeout=30)
+
+
+# --- the Postgres variant: rows as the sink writes them, read back by the monitor -----------------------------------
+
+
+def histogram_count(query: str) -> float:
+    for metric in monitoring.LATENCY.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_count") and sample.labels.get("query") == query:
+                return sample.value
+    return 0.0
+
+
+def test_the_postgres_monitor_counts_every_written_row_once_including_a_late_commit(lab, pg_schema, kafka_topic):
+    import psycopg2
+    from psycopg2 import sql
+
+    from snippets.guides.postgres_sink import SinkConfig, create_tables
+
+    create_tables(SinkConfig(dsn=lab.postgres_dsn, table="events", schema=pg_schema, dead_letter_table=None))
+    source, query = kafka_topic(partitions=1), f"pg{uuid.uuid4().hex[:8]}"
+    stop, ready = threading.Event(), threading.Event()
+    watcher = threading.Thread(
+        target=monitoring.watch_postgres_sink,
+        args=(lab.postgres_dsn, f"{pg_schema}.events", lab.kafka_bootstrap, source, query, stop, ready),
+        kwargs={"poll_s": 0.1},
+        daemon=True,
+    )
+    watcher.start()
+    assert ready.wait(30)
+    insert = sql.SQL("INSERT INTO {} (id, created_ms) VALUES (%s, %s)").format(sql.Identifier(pg_schema, "events"))
+    now_ms = int(time.time() * 1000)
+    late = psycopg2.connect(lab.postgres_dsn)  # a transaction that writes first and commits last
+    quick = psycopg2.connect(lab.postgres_dsn)
+    quick.autocommit = True
+    try:
+        with late.cursor() as cur:
+            cur.execute(insert, (0, now_ms - 3000))  # stamped now, visible only at commit
+        with quick.cursor() as cur:
+            for i in range(1, 51):
+                cur.execute(insert, (i, now_ms - 20))
+        wait_until(lambda: histogram_count(query) == 50, 15, "the monitor to see the 50 committed rows")
+        late.commit()
+        wait_until(lambda: histogram_count(query) == 51, 15, "the monitor to see the late-committed row")
+        time.sleep(0.5)  # more polls: nothing is counted twice
+        assert histogram_count(query) == 51
+        # The late row's latency (written_at - created_ms, about 3 s) lands in the (2 s, 5 s] bucket.
+        buckets = {
+            s.labels["le"]: s.value
+            for m in monitoring.LATENCY.collect()
+            for s in m.samples
+            if s.name.endswith("_bucket") and s.labels.get("query") == query
+        }
+        assert buckets["5.0"] - buckets["2.0"] == 1, buckets
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+        late.close()
+        quick.close()
+
+
+def test_an_unreachable_postgres_is_one_line_and_exit_2():
+    dsn = f"postgresql://rtm:secret-pw@127.0.0.1:{ports.free_port()}/rtm"
+    result = run_monitor(
+        "--bootstrap", "x:1", "--source", "a", "--table", "public.t", "--postgres", dsn,
+        "--port", str(ports.free_port()),
+    )  # fmt: skip
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("error: Postgres: "), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "secret-pw" not in result.stderr + result.stdout
