@@ -5,6 +5,7 @@ quick-start query runs in a child process (its driver, Python and JVM, is what S
 this process, the lab's Prometheus scrapes both every second and evaluates a copy of the rules whose `for:` is 1 s.
 """
 
+import bisect
 import os
 import signal
 import subprocess
@@ -41,6 +42,8 @@ def test_the_alert_rules_pass_promtool_check():
     result = subprocess.run([prometheus.promtool(), "check", "rules", RULES], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS: 3 rules found" in result.stdout
+    rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]}
+    assert rules["RtmLatencyP99High"]["expr"].strip().endswith(f"> {RULE_P99_THRESHOLD_S}")  # the live test's figure
 
 
 def test_the_alert_rules_pass_their_promtool_unit_tests():
@@ -201,6 +204,25 @@ def run(lab, prom, tmp_path_factory):
             topics.delete_topic(lab.kafka_bootstrap, name)
 
 
+RULE_P99_THRESHOLD_S = 0.5  # RtmLatencyP99High's threshold in rtm-alerts.yml
+
+
+def worst_prefix_p99_bucket_top(reader: SinkLatencyReader, first_id: int) -> float:
+    """The upper bound of the highest bucket any prefix of the measured records (in output order) had its p99 in:
+    the most a histogram_quantile(0.99, ...) over a window holding that prefix can read."""
+    ordered = sorted(
+        (out, ms / 1000)
+        for out, (event_id, ms) in zip(reader.out_ts_ms, reader.samples, strict=False)
+        if event_id >= first_id
+    )
+    worst, sorted_so_far = 0.0, []
+    for _, seconds in ordered:
+        bisect.insort(sorted_so_far, seconds)
+        rank = max(0, -(-99 * len(sorted_so_far) // 100) - 1)  # inverted CDF: the ceil(0.99 n)-th record
+        worst = max(worst, bucket_of(sorted_so_far[rank])[1])
+    return worst
+
+
 def bucket_of(seconds: float) -> tuple[float, float]:
     """(lower, upper] of the histogram bucket holding this value."""
     lower = 0.0
@@ -254,10 +276,19 @@ def test_promql_quantiles_agree_with_the_records_and_a_clean_run_fires_nothing(r
     assert run.value("max(rtm_batch_interval_seconds)") == 300
     assert run.value("max(rtm_batch_last_end_timestamp_seconds)") > 0
     assert run.value("count(rtm_batch_id)", all_=True) == []
-    # Nothing fired, nor was pending, at any evaluation during the run.
+    # Nothing fired, nor was pending, at any evaluation during the run, if the run was clean by the p99 rule's own
+    # measure: no prefix of the records (a minute's window holds the whole run) had its p99 in a bucket above the
+    # 500 ms threshold. On a machine too loaded for that, only the p99 alert may show, and the stall and batch
+    # overrun alerts must still be quiet.
     window = int(time.time() - began) + 2
-    assert run.value(f"count(max_over_time(ALERTS{selector}[{window}s]))", all_=True) == []
-    assert run.alerts() == []
+    seen = run.value(f"count by (alertname) (max_over_time(ALERTS{selector}[{window}s]))", all_=True)
+    names = {r["metric"]["alertname"] for r in seen}
+    if worst_prefix_p99_bucket_top(run.reader, WARMUP_EVENTS) <= RULE_P99_THRESHOLD_S:
+        assert names == set(), seen
+        assert run.alerts() == []
+    else:
+        print(f"the records' p99 crossed {RULE_P99_THRESHOLD_S} s (a loaded machine): only the p99 alert may show")
+        assert names <= {"RtmLatencyP99High"}, seen
 
 
 @pytest.mark.slow
