@@ -432,5 +432,5 @@ def describe(state: LabState) -> str:
         how = "external" if service.external else (f"pid {service.pid}" if service.pid else "")
         if service.detail and service.detail != "external":
             how += f" ({service.detail})"
-        rows.append(f"{service.name:<10} {'up' if service.running else 'down':<5} {where} {how}".rstrip())
+        rows.append(f"{service.name:<9} {'up' if service.running else 'down':<5} {where} {how}".rstrip())
     return "\n".join(rows)
