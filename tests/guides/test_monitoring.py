@@ -394,3 +394,26 @@ def test_an_unreachable_postgres_is_one_line_and_exit_2():
     assert result.stderr.startswith("error: Postgres: "), result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "secret-pw" not in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_a_monitor_started_before_the_sink_topic_exists_waits_for_it(lab, kafka_topic):
+    from rtm_lab import topics
+
+    source, sink, query = kafka_topic(partitions=1), topics.unique_name("later"), f"w{uuid.uuid4().hex[:8]}"
+    stop, ready = threading.Event(), threading.Event()
+    watcher = threading.Thread(
+        target=monitoring.watch_kafka_sink,
+        args=(lab.kafka_bootstrap, source, sink, query, stop, ready),
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        assert not ready.wait(3)  # no topic: still waiting, not failed
+        assert watcher.is_alive()
+        topics.create_topic(lab.kafka_bootstrap, sink, 1)
+        assert ready.wait(30), "the monitor did not start reading once the topic existed"
+    finally:
+        stop.set()
+        watcher.join(timeout=15)
+        topics.delete_topic(lab.kafka_bootstrap, sink)
