@@ -2,10 +2,12 @@
 """Run the local lab: a real Kafka broker and PostgreSQL server for the snippets, tests and benchmarks.
 
   python scripts/lab.py up       start what is not running, wait until each answers
+  python scripts/lab.py up --with prometheus   ... and a Prometheus server (scrapes every 1 s, loopback)
   python scripts/lab.py status   what runs where, checked now
   python scripts/lab.py env      shell exports: eval "$(python scripts/lab.py env)"
   python scripts/lab.py down     stop everything the lab started
-  python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars
+  python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars,
+                                 unpack Debian's prometheus package into the lab folder if missing
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
@@ -15,7 +17,9 @@ import sys
 import time
 
 from rtm_lab import cli, jars, lab, postgres
+from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
+from rtm_lab.monitoring import prometheus
 from rtm_lab.paths import jars_dir
 from rtm_lab.signals import exit_cleanly_on_termination
 
@@ -23,7 +27,15 @@ from rtm_lab.signals import exit_cleanly_on_termination
 def main(argv: list[str] | None = None) -> int:
     parser = cli.parser_from_doc("lab.py", __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("up", help="start Kafka and PostgreSQL (idempotent)")
+    up = sub.add_parser("up", help="start Kafka and PostgreSQL (idempotent)")
+    up.add_argument(
+        "--with",
+        dest="with_services",
+        action="append",
+        choices=lab.OPTIONAL_SERVICES,
+        default=[],
+        help="also start this optional service (repeatable): prometheus",
+    )
     down = sub.add_parser("down", help="stop what the lab started; leaves no process behind")
     down.add_argument(
         "--purge", action="store_true", help="also delete the services' data (Kafka log, PostgreSQL cluster)"
@@ -35,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     exit_cleanly_on_termination()  # a `lab.py up` stopped by SIGTERM stops what it had started, as on Ctrl-C
     if args.command == "up":
         began = time.monotonic()
-        state, _ = lab.up(log=lambda line: print(line, file=sys.stderr, flush=True))
+        state, _ = lab.up(
+            log=lambda line: print(line, file=sys.stderr, flush=True), with_services=set(args.with_services)
+        )
         print(lab.describe(state))
         print(f"lab up in {time.monotonic() - began:.1f}s", file=sys.stderr)
     elif args.command == "down":
@@ -54,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
             postgres.install_if_root()
             print(f"postgres  binaries in {postgres.find_bin_dir()}", file=sys.stderr)
         jars.ensure_all()
+        try:
+            binaries = prometheus.ensure_binaries(log=lambda line: print(line, file=sys.stderr, flush=True))
+            print(f"prometheus binaries in {binaries}", file=sys.stderr)
+        except LabError as error:
+            # Only `up --with prometheus` and the monitoring tests need it: say so, and let the rest of setup stand.
+            print(f"prometheus not available (needed by `up --with prometheus` only): {error}", file=sys.stderr)
         print(f"jars      ready in {jars_dir()}", file=sys.stderr)
     return 0
 

@@ -14,12 +14,13 @@ import json
 import os
 import shlex
 import shutil
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from rtm_lab import kafka, ports, postgres, processes
 from rtm_lab.errors import LabError, redact
+from rtm_lab.monitoring import prometheus
 from rtm_lab.paths import make_private_dir, state_dir, write_private
 from rtm_lab.waiting import WaitTimeout, wait_until
 
@@ -27,6 +28,10 @@ KAFKA_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 POSTGRES_ENV = "POSTGRES_DSN"
 KAFKA_PORT_ENV = "RTM_LAB_KAFKA_PORT"
 POSTGRES_PORT_ENV = "RTM_LAB_POSTGRES_PORT"
+PROMETHEUS_PORT_ENV = "RTM_LAB_PROMETHEUS_PORT"
+# Set by `lab.py env` when the lab's Prometheus runs (started only on request: `lab.py up --with prometheus`).
+PROMETHEUS_URL_ENV = "PROMETHEUS_URL"
+OPTIONAL_SERVICES = ("prometheus",)
 WAIT_ENV = "RTM_LAB_WAIT_S"
 # How long `up` waits for a service that runs but does not answer yet (a loaded machine) before saying so.
 SLOW_SERVICE_WAIT_S = 60.0
@@ -49,6 +54,7 @@ class Service:
 class LabState:
     kafka: Service = field(default_factory=lambda: Service("kafka"))
     postgres: Service = field(default_factory=lambda: Service("postgres"))
+    prometheus: Service = field(default_factory=lambda: Service("prometheus"))
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -82,14 +88,17 @@ def _service(raw: dict) -> Service:
 def _load() -> LabState:
     try:
         raw = json.loads(_state_file().read_text())
-        return LabState(kafka=_service(raw["kafka"]), postgres=_service(raw["postgres"]))
+        state = LabState(kafka=_service(raw["kafka"]), postgres=_service(raw["postgres"]))
+        if "prometheus" in raw:  # state files written before the lab had a Prometheus have no entry
+            state.prometheus = _service(raw["prometheus"])
+        return state
     except (OSError, ValueError, KeyError, TypeError):
         return LabState()
 
 
 def _save(state: LabState) -> None:
     saved = {}
-    for service in (state.kafka, state.postgres):
+    for service in (state.kafka, state.postgres, state.prometheus):
         # An external service's address comes from the environment each time; it may carry a password.
         saved[service.name] = asdict(Service(service.name, external=True) if service.external else service)
     make_lab_dir()
@@ -259,14 +268,54 @@ def _postgres_up(state: LabState, log, spawned: set[str]) -> None:
     )
 
 
-def up(log=print) -> tuple[LabState, set[str]]:
+def _prometheus_up(state: LabState, log, spawned: set[str]) -> None:
+    previous = state.prometheus
+    marker = prometheus.marker()
+    if processes.is_ours(previous.pid, previous.started, marker):
+        pid, started = previous.pid, previous.started
+    else:
+        found = processes.find(marker)
+        pid, started = (found[0], processes.start_time(found[0])) if found else (None, "")
+    if pid is not None:
+        port = prometheus.configured_port() or previous.port
+        if port is None:
+            raise LabError(
+                f"prometheus (pid {pid}) runs but its port is not recorded: stop it (lab.py down) and start it again"
+            )
+        _wait_for_slow("prometheus", pid, lambda: prometheus.answers(port), prometheus.log_path(), log)
+        state.prometheus = Service("prometheus", prometheus.url(port), pid, port, running=True, started=started)
+        log(f"prometheus already running at {prometheus.url(port)} (pid {pid})")
+        return
+    port = ports.choose(_env_port(PROMETHEUS_PORT_ENV), PROMETHEUS_PORT_ENV, previous.port)
+    log(f"prometheus starting on {ports.HOST}:{port} ...")
+    address = prometheus.url(port)
+
+    def record(new_pid: int) -> None:
+        spawned.add("prometheus")
+        state.prometheus = Service("prometheus", address, new_pid, port, started=processes.start_time(new_pid))
+        _save(state)
+
+    prometheus.start(port, on_spawn=record)
+    state.prometheus.running = True
+    _save(state)
+    log(f"prometheus ready at {address} (pid {state.prometheus.pid}); log {prometheus.log_path()}")
+
+
+def up(log=print, with_services: Collection[str] = frozenset()) -> tuple[LabState, set[str]]:
     """Start what is not running; return the state and the names of services this call started.
 
     If a service fails to start (or the call is interrupted), whatever this call started is stopped again, so a
-    failed `up` leaves the lab as it found it rather than half-started.
+    failed `up` leaves the lab as it found it rather than half-started. `with_services` names optional services to
+    start too (OPTIONAL_SERVICES: "prometheus").
     """
+    unknown = set(with_services) - set(OPTIONAL_SERVICES)
+    if unknown:
+        raise LabError(
+            f"unknown optional service(s) {', '.join(sorted(unknown))}; known: {', '.join(OPTIONAL_SERVICES)}"
+        )
     # Bad settings and unreachable external services are reported before anything is created or started.
-    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV), _env_seconds(WAIT_ENV, SLOW_SERVICE_WAIT_S)
+    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV), _env_port(PROMETHEUS_PORT_ENV)
+    _env_seconds(WAIT_ENV, SLOW_SERVICE_WAIT_S)
     externals = _check_external_services()
     spawned: set[str] = set()
     with _locked(log):
@@ -278,6 +327,8 @@ def up(log=print) -> tuple[LabState, set[str]]:
                 _kafka_up(state, log, spawned)
             if not state.postgres.external:
                 _postgres_up(state, log, spawned)
+            if "prometheus" in with_services:
+                _prometheus_up(state, log, spawned)
         except BaseException:
             _save(state)
             if spawned:
@@ -306,6 +357,18 @@ def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
             state.kafka = Service("kafka", port=recorded.port, extra_port=recorded.extra_port)
             if purge:
                 shutil.rmtree(_kafka_root(), ignore_errors=True)
+        if only is None or "prometheus" in only:
+            recorded = state.prometheus
+            marker = prometheus.marker()
+            if processes.is_alive(recorded.pid) and not processes.is_ours(recorded.pid, recorded.started, marker):
+                log(f"prometheus pid {recorded.pid} in the state file is no longer this lab's server; left alone")
+            mine = [recorded.pid] if processes.is_ours(recorded.pid, recorded.started, marker) else []
+            for pid in {p for p in [*mine, *processes.find(marker)] if p}:
+                log(f"prometheus stopping (pid {pid})")
+                processes.stop(pid, marker=marker)
+            state.prometheus = Service("prometheus", port=recorded.port)
+            if purge:
+                shutil.rmtree(prometheus.root(), ignore_errors=True)
         if only is None:
             from rtm_lab.engines import flink  # the engine comparison's PyFlink programs, if a run left one
 
@@ -342,6 +405,14 @@ def status() -> LabState:
         service.running = bool(service.pid and service.address) and _answers(service)
         if service.pid and not service.running:
             service.detail = "running but not answering"
+    found = processes.find(prometheus.marker())
+    service = state.prometheus
+    service.pid = found[0] if found else None
+    service.port = prometheus.configured_port() if found else service.port
+    service.address = prometheus.url(service.port) if found and service.port else ""
+    service.running = bool(found) and prometheus.answers(service.port)
+    if service.pid and not service.running:
+        service.detail = "running but not answering"
     return state
 
 
@@ -357,12 +428,16 @@ def env_exports(state: LabState) -> str:
         lines.append(f"export {KAFKA_ENV}={shlex.quote(state.kafka.address)}")
     if state.postgres.address:
         lines.append(f"export {POSTGRES_ENV}={shlex.quote(state.postgres.address)}")
+    if state.prometheus.running:
+        lines.append(f"export {PROMETHEUS_URL_ENV}={shlex.quote(state.prometheus.address)}")
     return "\n".join(lines)
 
 
 def describe(state: LabState) -> str:
     rows = []
-    for service in (state.kafka, state.postgres):
+    # Prometheus runs only on request: listed when it runs or was started before.
+    optional = [state.prometheus] if state.prometheus.pid or state.prometheus.running else []
+    for service in (state.kafka, state.postgres, *optional):
         where = redact(service.address) if service.address else "-"
         how = "external" if service.external else (f"pid {service.pid}" if service.pid else "")
         if service.detail and service.detail != "external":

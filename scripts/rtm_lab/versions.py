@@ -34,3 +34,8 @@ VERSION_MATRIX_CONNECTORS = {
     "4.2.1": "spark-kafka-connector-4.2",
     SPARK_VERSION: "spark-kafka-connector",
 }
+
+# The lab's Prometheus server and promtool (rtm_lab.monitoring.prometheus): Debian 12's package, unpacked into the lab
+# folder rather than installed, so no system service starts listening on every interface.
+PROMETHEUS_DEBIAN_PACKAGE = "prometheus"
+PROMETHEUS_VERSION = "2.42.0"

@@ -69,6 +69,7 @@ PLAN: dict[str, str] = {
     "docs/guides/postgres-sink.md": RUN,
     "docs/guides/ad-attribution.md": RUN,
     "docs/guides/rtm-or-flink.md": RUN,
+    "docs/guides/monitoring.md": RUN,
     "docs/guides/cluster.md": (
         "a spark-submit application that takes arguments; tests/guides/test_cluster.py submits it to a standalone "
         "cluster with the page's own command"

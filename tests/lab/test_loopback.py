@@ -1,5 +1,5 @@
-"""Nothing the lab or a test run starts listens beyond loopback: Kafka, PostgreSQL, the Spark driver (RPC, block
-manager, UI) in this process and in a child that builds its own session."""
+"""Nothing the lab or a test run starts listens beyond loopback: Kafka, PostgreSQL, Prometheus (`up --with
+prometheus`), the Spark driver (RPC, block manager, UI) in this process and in a child that builds its own session."""
 
 import ipaddress
 import os
@@ -47,11 +47,24 @@ def on_loopback(address: str) -> bool:
 def test_the_lab_and_the_test_session_listen_on_loopback_only(lab, spark):
     # The lab as it runs now, not the fixture's snapshot: the kill tests restart the broker under a new pid.
     now = lab_module.status()
-    pids = [os.getpid(), *(s.pid for s in (now.kafka, now.postgres) if s.pid and not s.external)]
+    services = (now.kafka, now.postgres, now.prometheus)
+    pids = [os.getpid(), *(s.pid for s in services if s.pid and not s.external)]
     sockets = listening(pids)
     names = {name for _, name, _, _ in sockets}
     assert {"java", "postgres"} <= names, sockets  # the broker and the Spark JVM both listen, and are seen
     assert [s for s in sockets if not on_loopback(s[2])] == [], sockets
+
+
+def test_the_labs_prometheus_listens_on_loopback_only(lab):
+    state, started = lab_module.up(log=print, with_services={"prometheus"})
+    try:
+        sockets = listening([state.prometheus.pid])
+        assert {name for _, name, _, _ in sockets} == {"prometheus"}, sockets
+        assert state.prometheus.port in {port for *_, port in sockets}, sockets
+        assert [s for s in sockets if not on_loopback(s[2])] == [], sockets
+    finally:
+        if started:
+            lab_module.down(only=started, log=print)
 
 
 @pytest.mark.slow

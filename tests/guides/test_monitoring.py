@@ -1,0 +1,419 @@
+"""The latency monitor, its alert rules and the lab's Prometheus, against a real query, broker and server.
+
+The rules file the page shows passes `promtool check rules` and its own `promtool test rules` cases. Live: the
+quick-start query runs in a child process (its driver, Python and JVM, is what SIGSTOP pauses), the monitor runs in
+this process, the lab's Prometheus scrapes both every second and evaluates a copy of the rules whose `for:` is 1 s.
+"""
+
+import bisect
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from prometheus_client import start_http_server
+
+from rtm_lab import lab as lab_module
+from rtm_lab import ports, processes
+from rtm_lab.loadgen import make_event, produce_at_rate
+from rtm_lab.monitoring import prometheus
+from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.percentiles import SinkLatencyReader
+from rtm_lab.waiting import wait_until
+from snippets.guides import monitoring
+
+HERE = Path(__file__).parent / "monitoring"
+RULES = PROJECT_ROOT / "snippets" / "guides" / "rtm-alerts.yml"
+MONITOR = PROJECT_ROOT / "snippets" / "guides" / "monitoring.py"
+
+WARMUP_EVENTS = 200  # sent and read back before the monitor starts: a new JVM's first records are slow
+RATE = 200  # events/s while measured
+MEASURED_S = 15
+
+
+def test_the_alert_rules_pass_promtool_check():
+    result = subprocess.run([prometheus.promtool(), "check", "rules", RULES], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 3 rules found" in result.stdout
+    rules = {r["alert"]: r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]}
+    assert rules["RtmLatencyP99High"]["expr"].strip().endswith(f"> {RULE_P99_THRESHOLD_S}")  # the live test's figure
+
+
+def test_the_alert_rules_pass_their_promtool_unit_tests():
+    # Each alert fires on the series that should fire it, only after its `for:`, and not on a healthy one.
+    result = subprocess.run(
+        [prometheus.promtool(), "test", "rules", "rtm_alerts_test.yml"], cwd=HERE, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def run_monitor(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, MONITOR, *args], capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT
+    )
+
+
+@pytest.mark.slow
+def test_an_unreachable_kafka_is_one_line_and_exit_2():
+    result = run_monitor(
+        "--bootstrap", f"127.0.0.1:{ports.free_port()}", "--source", "a", "--sink", "b",
+        "--port", str(ports.free_port()),
+    )  # fmt: skip
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("error: Kafka at 127.0.0.1:"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_an_unreachable_prometheus_is_one_line_and_exit_2():
+    url = f"http://127.0.0.1:{ports.free_port()}"
+    result = run_monitor("--bootstrap", "x:1", "--source", "a", "--sink", "b", "--prometheus", url)
+    assert result.returncode == 2, result
+    assert result.stderr.strip() == f"error: no Prometheus answers at {url}"
+
+
+def test_a_taken_metrics_port_is_one_line_and_exit_2():
+    with __import__("socket").socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = run_monitor(
+            "--bootstrap", "x:1", "--source", "a", "--sink", "b", "--port", str(taken.getsockname()[1])
+        )
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("error: cannot serve metrics on 127.0.0.1:"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+# --- live: a real query, the monitor, the lab's Prometheus ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def prom(lab):
+    """The lab's Prometheus (started for this module if it is not running), with the page's rules at `for: 1s`."""
+    state, started = lab_module.up(log=print, with_services={"prometheus"})
+    port = state.prometheus.port
+    rules = yaml.safe_load(RULES.read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            rule["for"] = "1s"
+    rules_file = prometheus.root() / "rules" / f"test-{uuid.uuid4().hex[:8]}.yml"
+    rules_file.write_text(yaml.safe_dump(rules))
+    prometheus.reload(port)
+    yield port
+    prometheus.remove_file(rules_file)
+    if started:
+        lab_module.down(only=started, log=print)
+    else:
+        prometheus.reload(port)
+
+
+class Run:
+    """The query in a child process, the monitor in a thread here, both scraped by Prometheus."""
+
+    def __init__(self, lab, prom_port, kafka_topic, checkpoint):
+        self.prom_port = prom_port
+        self.bootstrap = lab.kafka_bootstrap
+        self.source, self.sink = kafka_topic(partitions=2), kafka_topic(partitions=2)
+        self.query = f"q{uuid.uuid4().hex[:8]}"
+        self.driver_port = ports.free_port()
+        self.child = subprocess.Popen(
+            [sys.executable, HERE / "driver.py", self.bootstrap, self.source, self.sink, checkpoint,
+             str(self.driver_port)],
+            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            start_new_session=True,  # its own process group: SIGSTOP pauses its Python and its JVM
+        )  # fmt: skip
+        self.stop_monitor = threading.Event()
+        self.targets: Path | None = None
+        self.reader = SinkLatencyReader(self.bootstrap, self.sink).start()
+
+    def wait_for_output(self, n: int, timeout_s: float) -> None:
+        def check():
+            if self.child.poll() is not None:
+                raise AssertionError(f"the driver exited with {self.child.returncode}")
+            return len(self.reader.samples) >= n
+
+        wait_until(check, timeout_s, f"{n} records in the sink", interval_s=0.5)
+
+    def start_monitor(self) -> None:
+        self.metrics_server, _ = start_http_server(0, addr="127.0.0.1")
+        monitor_port = self.metrics_server.server_port
+        ready = threading.Event()
+        self.monitor = threading.Thread(
+            target=monitoring.watch_kafka_sink,
+            args=(self.bootstrap, self.source, self.sink, self.query, self.stop_monitor, ready),
+            daemon=True,
+        )
+        self.monitor.start()
+        assert ready.wait(30), "the monitor did not start reading"
+        self.targets = prometheus.set_targets(
+            self.query, [f"127.0.0.1:{monitor_port}", f"127.0.0.1:{self.driver_port}"]
+        )
+        wait_until(
+            lambda: (
+                len(self.value(f'up{{instance=~"127.0.0.1:({monitor_port}|{self.driver_port})"}} == 1', all_=True)) == 2
+            ),
+            30,
+            "Prometheus to scrape the monitor and the driver",
+            interval_s=0.5,
+        )
+
+    def value(self, promql: str, all_: bool = False):
+        result = prometheus.query(self.prom_port, promql)
+        if all_:
+            return result
+        return float(result[0]["value"][1]) if result else None
+
+    def alerts(self) -> list[dict]:
+        return [a for a in prometheus.api(self.prom_port, "alerts")["alerts"] if a["labels"].get("query") == self.query]
+
+    def close(self) -> None:
+        self.stop_monitor.set()
+        self.reader.stop()
+        if self.child.poll() is None:
+            os.killpg(self.child.pid, signal.SIGCONT)
+            processes.stop(self.child.pid, timeout=30)
+        if self.targets:
+            prometheus.remove_file(self.targets)
+        self.metrics_server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def run(lab, prom, tmp_path_factory):
+    # kafka_topic is function-scoped; the module's two topics are made and deleted here.
+    from rtm_lab import topics
+
+    made = []
+
+    def make_topic(partitions=2):
+        made.append(topics.create_topic(lab.kafka_bootstrap, topics.unique_name("mon"), partitions))
+        return made[-1]
+
+    live = Run(lab, prom, make_topic, str(tmp_path_factory.mktemp("mon") / "checkpoint"))
+    try:
+        yield live
+    finally:
+        live.close()
+        for name in made:
+            topics.delete_topic(lab.kafka_bootstrap, name)
+
+
+RULE_P99_THRESHOLD_S = 0.5  # RtmLatencyP99High's threshold in rtm-alerts.yml
+
+
+def worst_prefix_p99_bucket_top(reader: SinkLatencyReader, first_id: int) -> float:
+    """The upper bound of the highest bucket any prefix of the measured records (in output order) had its p99 in:
+    the most a histogram_quantile(0.99, ...) over a window holding that prefix can read."""
+    ordered = sorted(
+        (out, ms / 1000)
+        for out, (event_id, ms) in zip(reader.out_ts_ms, reader.samples, strict=False)
+        if event_id >= first_id
+    )
+    worst, sorted_so_far = 0.0, []
+    for _, seconds in ordered:
+        bisect.insort(sorted_so_far, seconds)
+        rank = max(0, -(-99 * len(sorted_so_far) // 100) - 1)  # inverted CDF: the ceil(0.99 n)-th record
+        worst = max(worst, bucket_of(sorted_so_far[rank])[1])
+    return worst
+
+
+def bucket_of(seconds: float) -> tuple[float, float]:
+    """(lower, upper] of the histogram bucket holding this value."""
+    lower = 0.0
+    for upper in (*monitoring.LATENCY_BUCKETS, float("inf")):
+        if seconds <= upper:
+            return lower, upper
+        lower = upper
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.slow
+def test_promql_quantiles_agree_with_the_records_and_a_clean_run_fires_nothing(run):
+    produce_at_rate(run.bootstrap, run.source, rate=100, count=WARMUP_EVENTS)
+    run.wait_for_output(WARMUP_EVENTS, timeout_s=180)
+    run.start_monitor()
+    began = time.time()
+
+    def event(seq: int) -> dict:
+        return make_event(WARMUP_EVENTS + seq)
+
+    produce_at_rate(run.bootstrap, run.source, rate=RATE, seconds=MEASURED_S, event=event)
+    measured = RATE * MEASURED_S
+    run.wait_for_output(WARMUP_EVENTS + measured, timeout_s=60)
+    selector = f'{{query="{run.query}"}}'
+    wait_until(
+        lambda: run.value(f"sum(rtm_output_records_total{selector})") == measured,
+        30,
+        "Prometheus to count every measured record",
+    )
+    samples_s = np.array([ms / 1000 for event_id, ms in run.reader.samples if event_id >= WARMUP_EVENTS])
+    assert samples_s.size == measured
+    for q in (0.5, 0.99):
+        from_promql = run.value(f"histogram_quantile({q}, sum by (le) (rtm_output_latency_seconds_bucket{selector}))")
+        # The q-th record itself (inverted CDF), as Prometheus ranks: it lies in the bucket PromQL interpolates in.
+        from_records = float(np.percentile(samples_s, q * 100, method="inverted_cdf"))
+        lower, upper = bucket_of(from_records)
+        assert lower <= from_promql <= upper, (q, from_promql, from_records)
+        print(f"p{q * 100:g}: PromQL {from_promql * 1000:.1f} ms, records {from_records * 1000:.1f} ms")
+
+    # Input counted from the source topic's end offsets (read once a second): every measured event, none of the
+    # warm-up.
+    wait_until(
+        lambda: run.value(f"sum(rtm_input_records_total{selector})") == measured,
+        10,
+        "Prometheus to count every input record",
+    )
+    # With every input record counted out, the 1:1 pipeline's backlog reads zero.
+    assert run.value(f"sum(rtm_input_records_total{selector}) - sum(rtm_output_records_total{selector})") == 0
+    # The driver's listener gauges are scraped beside the monitor's (the query's start set them), but no batch has
+    # ended: thousands of records went through and Spark reported no progress, so batch gauges have no series yet.
+    assert run.value("max(rtm_batch_interval_seconds)") == 300
+    assert run.value("max(rtm_batch_last_end_timestamp_seconds)") > 0
+    assert run.value("count(rtm_batch_id)", all_=True) == []
+    # Nothing fired, nor was pending, at any evaluation during the run, if the run was clean by the p99 rule's own
+    # measure: no prefix of the records (a minute's window holds the whole run) had its p99 in a bucket above the
+    # 500 ms threshold. On a machine too loaded for that, only the p99 alert may show, and the stall and batch
+    # overrun alerts must still be quiet.
+    window = int(time.time() - began) + 2
+    seen = run.value(f"count by (alertname) (max_over_time(ALERTS{selector}[{window}s]))", all_=True)
+    names = {r["metric"]["alertname"] for r in seen}
+    if worst_prefix_p99_bucket_top(run.reader, WARMUP_EVENTS) <= RULE_P99_THRESHOLD_S:
+        assert names == set(), seen
+        assert run.alerts() == []
+    else:
+        print(f"the records' p99 crossed {RULE_P99_THRESHOLD_S} s (a loaded machine): only the p99 alert may show")
+        assert names <= {"RtmLatencyP99High"}, seen
+
+
+@pytest.mark.slow
+def test_pausing_the_driver_fires_the_stall_alert_and_resuming_resolves_it(run):
+    stop_load = threading.Event()
+    load = threading.Thread(
+        target=produce_at_rate,
+        kwargs={"bootstrap": run.bootstrap, "topic": run.source, "rate": 50, "seconds": 600, "stop": stop_load,
+                "event": lambda seq: make_event(1_000_000 + seq)},
+        daemon=True,
+    )  # fmt: skip
+    load.start()
+    try:
+        run.wait_for_output(len(run.reader.samples) + 50, timeout_s=60)
+        os.killpg(run.child.pid, signal.SIGSTOP)
+        paused = time.monotonic()
+
+        def firing():
+            return [
+                a for a in run.alerts() if a["labels"]["alertname"] == "RtmOutputStalled" and a["state"] == "firing"
+            ]
+
+        wait_until(firing, 30, "RtmOutputStalled to fire", interval_s=0.5)
+        fired_after = time.monotonic() - paused
+        os.killpg(run.child.pid, signal.SIGCONT)
+        wait_until(lambda: not firing(), 60, "RtmOutputStalled to resolve", interval_s=0.5)
+        # The records held up by the pause may lift the minute's p99 over its threshold (they were late), but a
+        # paused driver's batch gauges go stale rather than raising a batch overrun.
+        names = {a["labels"]["alertname"] for a in run.alerts()}
+        assert names <= {"RtmOutputStalled", "RtmLatencyP99High"}, names
+        print(f"stall alert fired {fired_after:.1f} s after SIGSTOP")
+    finally:
+        stop_load.set()
+        load.join(timeout=30)
+
+
+# --- the Postgres variant: rows as the sink writes them, read back by the monitor -----------------------------------
+
+
+def histogram_count(query: str) -> float:
+    for metric in monitoring.LATENCY.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_count") and sample.labels.get("query") == query:
+                return sample.value
+    return 0.0
+
+
+def test_the_postgres_monitor_counts_every_written_row_once_including_a_late_commit(lab, pg_schema, kafka_topic):
+    import psycopg2
+    from psycopg2 import sql
+
+    from snippets.guides.postgres_sink import SinkConfig, create_tables
+
+    create_tables(SinkConfig(dsn=lab.postgres_dsn, table="events", schema=pg_schema, dead_letter_table=None))
+    source, query = kafka_topic(partitions=1), f"pg{uuid.uuid4().hex[:8]}"
+    stop, ready = threading.Event(), threading.Event()
+    watcher = threading.Thread(
+        target=monitoring.watch_postgres_sink,
+        args=(lab.postgres_dsn, f"{pg_schema}.events", lab.kafka_bootstrap, source, query, stop, ready),
+        kwargs={"poll_s": 0.1},
+        daemon=True,
+    )
+    watcher.start()
+    assert ready.wait(30)
+    insert = sql.SQL("INSERT INTO {} (id, created_ms) VALUES (%s, %s)").format(sql.Identifier(pg_schema, "events"))
+    now_ms = int(time.time() * 1000)
+    late = psycopg2.connect(lab.postgres_dsn)  # a transaction that writes first and commits last
+    quick = psycopg2.connect(lab.postgres_dsn)
+    quick.autocommit = True
+    try:
+        with late.cursor() as cur:
+            cur.execute(insert, (0, now_ms - 3000))  # stamped now, visible only at commit
+        with quick.cursor() as cur:
+            for i in range(1, 51):
+                cur.execute(insert, (i, now_ms - 20))
+        wait_until(lambda: histogram_count(query) == 50, 15, "the monitor to see the 50 committed rows")
+        late.commit()
+        wait_until(lambda: histogram_count(query) == 51, 15, "the monitor to see the late-committed row")
+        time.sleep(0.5)  # more polls: nothing is counted twice
+        assert histogram_count(query) == 51
+        # The late row's latency (written_at - created_ms, about 3 s) lands in the (2 s, 5 s] bucket.
+        buckets = {
+            s.labels["le"]: s.value
+            for m in monitoring.LATENCY.collect()
+            for s in m.samples
+            if s.name.endswith("_bucket") and s.labels.get("query") == query
+        }
+        assert buckets["5.0"] - buckets["2.0"] == 1, buckets
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+        late.close()
+        quick.close()
+
+
+def test_an_unreachable_postgres_is_one_line_and_exit_2():
+    dsn = f"postgresql://rtm:secret-pw@127.0.0.1:{ports.free_port()}/rtm"
+    result = run_monitor(
+        "--bootstrap", "x:1", "--source", "a", "--table", "public.t", "--postgres", dsn,
+        "--port", str(ports.free_port()),
+    )  # fmt: skip
+    assert result.returncode == 2, result
+    assert result.stderr.startswith("error: Postgres: "), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "secret-pw" not in result.stderr + result.stdout
+
+
+@pytest.mark.slow
+def test_a_monitor_started_before_the_sink_topic_exists_waits_for_it(lab, kafka_topic):
+    from rtm_lab import topics
+
+    source, sink, query = kafka_topic(partitions=1), topics.unique_name("later"), f"w{uuid.uuid4().hex[:8]}"
+    stop, ready = threading.Event(), threading.Event()
+    watcher = threading.Thread(
+        target=monitoring.watch_kafka_sink,
+        args=(lab.kafka_bootstrap, source, sink, query, stop, ready),
+        daemon=True,
+    )
+    watcher.start()
+    try:
+        assert not ready.wait(3)  # no topic: still waiting, not failed
+        assert watcher.is_alive()
+        topics.create_topic(lab.kafka_bootstrap, sink, 1)
+        assert ready.wait(30), "the monitor did not start reading once the topic existed"
+    finally:
+        stop.set()
+        watcher.join(timeout=15)
+        topics.delete_topic(lab.kafka_bootstrap, sink)
