@@ -25,7 +25,7 @@ from rtm_lab import ports, processes
 from rtm_lab.loadgen import make_event, produce_at_rate
 from rtm_lab.monitoring import prometheus
 from rtm_lab.paths import PROJECT_ROOT
-from rtm_lab.percentiles import SinkLatencyReader
+from rtm_lab.topics import SinkLatencyReader
 from rtm_lab.waiting import wait_until
 from snippets.guides import monitoring
 
