@@ -158,6 +158,7 @@ def assemble(done: list[dict], intervals: list[str], modes: list[str]) -> list[d
 def main(args: argparse.Namespace, command: str, rate: float, seconds: float, warmup: float, preset: dict) -> int:
     from rtm_lab.benchmarks import latency_child as latency
     from rtm_lab.benchmarks import run_record, sweep_report
+    from rtm_lab.benchmarks.latency_report import TRIGGERS
 
     intervals = args.interval or [latency.RTM_INTERVAL]
     repeat = args.repeat or 1
@@ -194,7 +195,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
         "max_seconds": max_seconds,
         "margin_s": MARGIN_S,
         "rows": assemble(done, intervals, modes),
-        "triggers": {m: latency.TRIGGERS[m] for m in modes if m != "realtime"},
+        "triggers": {m: TRIGGERS[m] for m in modes if m != "realtime"},
         "settings": {**cfg, "rtm_interval": intervals},
         **record.record(),
     }
