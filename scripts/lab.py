@@ -6,6 +6,7 @@
   python scripts/lab.py env      shell exports: eval "$(python scripts/lab.py env)"
   python scripts/lab.py down     stop everything the lab started
   python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars
+                                 (--jvm-snippets: also build the JVM snippets' jar, as `make setup` does)
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
@@ -14,7 +15,7 @@ import os
 import sys
 import time
 
-from rtm_lab import cli, jars, lab, postgres
+from rtm_lab import cli, jars, lab, postgres, snippet_jar
 from rtm_lab.java import check_java
 from rtm_lab.paths import jars_dir
 from rtm_lab.signals import exit_cleanly_on_termination
@@ -30,7 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub.add_parser("status", help="say what runs where")
     sub.add_parser("env", help="print the connection settings as shell exports")
-    sub.add_parser("setup", help="check Java, install PostgreSQL if missing (as root), download the pinned jars")
+    setup = sub.add_parser(
+        "setup", help="check Java, install PostgreSQL if missing (as root), download the pinned jars"
+    )
+    setup.add_argument(
+        "--jvm-snippets",
+        action="store_true",
+        help="also build the jar of the JVM snippets (snippets/jvm; needs a JDK) that the test sessions load, so a "
+        "test run does not pay for the build",
+    )
     args = parser.parse_args(argv)
     exit_cleanly_on_termination()  # a `lab.py up` stopped by SIGTERM stops what it had started, as on Ctrl-C
     if args.command == "up":
@@ -55,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"postgres  binaries in {postgres.find_bin_dir()}", file=sys.stderr)
         jars.ensure_all()
         print(f"jars      ready in {jars_dir()}", file=sys.stderr)
+        if args.jvm_snippets:
+            print(f"snippets  JVM jar at {snippet_jar.build()}", file=sys.stderr)
     return 0
 
 
