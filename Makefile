@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 	scripts/bootstrap.sh
 	touch $@
 
+# The test sessions load the JVM snippets' jar: it is built here (once per source change), not inside a test's time.
 setup: $(VENV)/.installed
-	$(PY) scripts/lab.py setup
+	$(PY) scripts/lab.py setup --jvm-snippets
 	scripts/setup_browser.sh
 
 # The demo needs the lab, not the docs browser: setup without scripts/setup_browser.sh.

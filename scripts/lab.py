@@ -8,6 +8,7 @@
   python scripts/lab.py down     stop everything the lab started
   python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars,
                                  unpack Debian's prometheus package into the lab folder if missing
+                                 (--jvm-snippets: also build the JVM snippets' jar, as `make setup` does)
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
@@ -16,7 +17,7 @@ import os
 import sys
 import time
 
-from rtm_lab import cli, jars, lab, postgres
+from rtm_lab import cli, jars, lab, postgres, snippet_jar
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
 from rtm_lab.monitoring import prometheus
@@ -42,7 +43,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub.add_parser("status", help="say what runs where")
     sub.add_parser("env", help="print the connection settings as shell exports")
-    sub.add_parser("setup", help="check Java, install PostgreSQL if missing (as root), download the pinned jars")
+    setup = sub.add_parser(
+        "setup", help="check Java, install PostgreSQL if missing (as root), download the pinned jars"
+    )
+    setup.add_argument(
+        "--jvm-snippets",
+        action="store_true",
+        help="also build the jar of the JVM snippets (snippets/jvm; needs a JDK) that the test sessions load, so a "
+        "test run does not pay for the build",
+    )
     args = parser.parse_args(argv)
     exit_cleanly_on_termination()  # a `lab.py up` stopped by SIGTERM stops what it had started, as on Ctrl-C
     if args.command == "up":
@@ -75,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             # Only `up --with prometheus` and the monitoring tests need it: say so, and let the rest of setup stand.
             print(f"prometheus not available (needed by `up --with prometheus` only): {error}", file=sys.stderr)
         print(f"jars      ready in {jars_dir()}", file=sys.stderr)
+        if args.jvm_snippets:
+            print(f"snippets  JVM jar at {snippet_jar.build()}", file=sys.stderr)
     return 0
 
 

@@ -105,8 +105,8 @@ def end_offsets(bootstrap: str, topic: str, partitions: dict[int, int]) -> dict[
         consumer.close()
 
 
-def wait_mid_interval(driver: Driver, batches: int = 3) -> None:
-    """Until `batches` real-time batches have committed (the first ones work off the backlog of the start-up), then
+def wait_mid_interval(driver: Driver, batches: int = 2) -> None:
+    """Until `batches` real-time batches have committed (the first works off the backlog of the start-up), then
     half an interval into the next one: a kill at the operating point, not during start-up."""
     wait_until(
         lambda: len(committed_batches(driver.checkpoint)) >= batches,

@@ -66,8 +66,10 @@ def legend(result: dict) -> str:
         text = latency_report.trigger_text(row["mode"], result)
         code, _, note = text.partition(" (")
         parts.append(f"**{short_label(row)}**: `{code}`" + (f" ({note}" if note else ""))
-    if any(row["mode"] == "realtime" for row in result["rows"]):
-        parts.append('**real-time N**: `realTime="N"`')
+    # Each real-time row's trigger as Spark spells it, so the table names the exact setting each row ran.
+    for row in result["rows"]:
+        if row["mode"] == "realtime":
+            parts.append(f"**{short_label(row)}**: {trigger(row, result)}")
     return "Rows: " + "; ".join(parts) + "."
 
 
@@ -264,12 +266,18 @@ def _headline_ms(value: float) -> str:
     return "under 1 ms" if value < 1 else f"{_ms(value)} ms"
 
 
+def _headline_rows(result: dict) -> tuple[dict | None, dict | None]:
+    """The rows the headline quotes: real-time mode at the recommended interval and micro-batch 500 ms (None if the
+    sweep lacks one, or its run failed)."""
+    rows = {row["key"]: row for row in result["rows"] if not _failed(row)}
+    return rows.get(f"realtime {RECOMMENDED_INTERVAL}"), rows.get("microbatch_500ms")
+
+
 def headline(result: dict) -> str:
     """The front page's one-sentence answer: real-time mode at the recommended interval beside micro-batch, with the
     rate, the machine and the Spark version, every figure the median over the repeats from this result."""
     rows = {row["key"]: row for row in result["rows"] if not _failed(row)}
-    real = rows.get(f"realtime {RECOMMENDED_INTERVAL}")
-    micro = rows.get("microbatch_500ms")
+    real, micro = _headline_rows(result)
     if real is None or micro is None:
         raise ValueError(
             f'the sweep has no real-time row at realTime="{RECOMMENDED_INTERVAL}" or no micro-batch 500 ms row: '
@@ -353,15 +361,17 @@ def cdf_plot_path(plot_path: Path) -> Path:
 
 
 def write(result: dict, json_path: Path, plot_path: Path | None) -> Path:
-    """Write the JSON, the sweep's Markdown table beside it, the front page's headline and, if asked, the plots (the
-    full one and the front page's CDF beside it); return the .md path."""
+    """Write the JSON, the sweep's Markdown table beside it, the front page's headline (when the sweep has the two
+    rows it quotes: a sweep of other intervals, like the test suite's tiny one, has none) and, if asked, the plots
+    (the full one and the front page's CDF beside it); return the .md path."""
 
     def draw(result: dict, path: Path) -> None:
         plot(result, path)
         plot_cdf(result, cdf_plot_path(path))
 
     md = latency_report.write(result, json_path, plot_path, render=markdown, draw=draw)
-    json_path.with_name(f"{json_path.stem}-headline.md").write_text(headline_markdown(result))
+    if None not in _headline_rows(result):
+        json_path.with_name(f"{json_path.stem}-headline.md").write_text(headline_markdown(result))
     return md
 
 
