@@ -27,7 +27,7 @@ from rtm_lab.benchmarks.latency_child import (
 )
 from rtm_lab.benchmarks.latency_report import TRIGGERS
 
-QUICK = {"rates": [1000], "seconds": 6.0, "warmup": 1.0}
+QUICK = {"rates": [1000], "seconds": 8.0, "warmup": 3.0}
 FULL = {"rates": [2000, 1000, 10000], "seconds": 60.0, "warmup": 5.0}
 # The ad pipeline's full run: the rates the guide's targets name, each mode long enough for the state to level off.
 AD_FULL = {"rates": [1000, 5000], "seconds": 60.0, "warmup": 5.0}
@@ -116,10 +116,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="events per second; repeat for several rates (default: 2000, 1000 and 10000; the first is the headline)",
     )
     parser.add_argument(
-        "--seconds", type=cli.positive_float, help="seconds of production per mode (default 60; --quick 6)"
+        "--seconds", type=cli.positive_float, help="seconds of production per mode (default 60; --quick 8)"
     )
     parser.add_argument(
-        "--warmup", type=cli.non_negative_float, help="seconds of events left out of percentiles (default 5; --quick 1)"
+        "--warmup", type=cli.non_negative_float, help="seconds of events left out of percentiles (default 5; --quick 3)"
     )
     parser.add_argument(
         "--mode",
