@@ -593,9 +593,10 @@ def test_stateful_latency_row_takes_its_figures_from_the_results_file():
     def shown(value) -> str:
         return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
 
-    realtime = run["modes"]["realtime"]
+    figures = run["modes"]["realtime"]["figures"]
     assert f"At {wait} ms" in answer, answer
-    assert f"p50 {shown(realtime['p50_ms'])} ms, p99 {shown(realtime['p99_ms'])} ms" in answer, answer
+    p50, p99 = figures["p50_ms"]["median"], figures["p99_ms"]["median"]
+    assert f"p50 {shown(p50)} ms, p99 {shown(p99)} ms (medians of {result['repeat']} runs)" in answer, answer
 
 
 def test_a_figure_directive_with_no_single_value_fails_the_render():
