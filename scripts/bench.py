@@ -7,6 +7,7 @@ import sys
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import boundary_settings as bench_settings
+from rtm_lab.benchmarks import engines as bench_engines
 from rtm_lab.benchmarks import latency as bench_latency
 from rtm_lab.benchmarks import recovery as bench_recovery
 from rtm_lab.benchmarks import sink as bench_sink
@@ -16,6 +17,7 @@ BENCHMARKS = (
     ("latency", bench_latency, "micro-batch vs async progress tracking vs real-time mode, Kafka -> Kafka"),
     ("sink", bench_sink, "Kafka -> real-time mode -> foreach -> Postgres: throughput, E2E latency, reconciliation"),
     ("settings", bench_settings, "settings tried against the batch-boundary stall at the 5 s worst case"),
+    ("engines", bench_engines, "real-time mode against Flink: the guide's four pipelines, latency, CPU and memory"),
     ("recovery", bench_recovery, "the driver SIGKILLed mid-interval and restarted: rows replayed, time to resume"),
 )
 

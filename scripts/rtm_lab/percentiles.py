@@ -16,6 +16,13 @@ def summarize(samples_ms: list[float]) -> dict[str, float | int]:
     return summary
 
 
+def quantiles(samples_ms: list[float]) -> list[float]:
+    """Percentiles 0 to 100 in steps of 1 (101 values): a latency CDF small enough to keep in a results file."""
+    if not samples_ms:
+        return []
+    return [round(float(v), 2) for v in np.percentile(np.asarray(samples_ms, dtype=float), range(101))]
+
+
 def format_summary(summary: dict[str, float | int]) -> str:
     if not summary.get("n"):
         return "no samples"

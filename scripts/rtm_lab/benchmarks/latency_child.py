@@ -183,14 +183,6 @@ def wait_for_priming(query, reader, expected: int, timeout_s: float = 180.0) -> 
     return time.monotonic() - began
 
 
-def quantiles(samples: list[float]) -> list[float]:
-    import numpy as np
-
-    if not samples:
-        return []
-    return [round(float(v), 2) for v in np.percentile(np.asarray(samples, dtype=float), range(101))]
-
-
 def engine_and_gc(spark, query) -> dict:
     """What really ran: the query's engine class (AsyncProgressTrackingMicroBatchExecution when offsets and commits
     are written off the query's thread) and the JVM's garbage collectors, so a setting's row shows it took effect."""
@@ -343,7 +335,7 @@ def run_mode(
             priming_s=round(first, 2),
             async_log_purge=spark.conf.get("spark.sql.streaming.asyncLogPurge.enabled"),
             **engine_and_gc(spark, query),
-            quantiles_ms=quantiles(steady),
+            quantiles_ms=percentiles.quantiles(steady),
             **batch_stats(query),
             slots=pipeline.slots,
             slots_needed=slots,

@@ -1,0 +1,187 @@
+"""The engine comparison's table and CDF plot, made from docs/results/engines.json alone.
+
+One row per pipeline, rate, settings profile and engine: the latency percentiles (median of the repeats, with their
+range when there are several), CPU seconds per million events, peak resident memory, outputs lost, and whether the
+output equals the other engine's at that rate. Under the table: how RTM's p99 compares with Flink's in each cell, and
+the record of every run (machine, load, versions, command).
+"""
+
+import statistics
+from pathlib import Path
+
+from rtm_lab.benchmarks.run_record import record_lines
+from rtm_lab.generated import generated_note
+
+ENGINE_LABELS = {"spark": "Spark RTM", "flink": "Flink"}
+FIGURES = ("p50_ms", "p99_ms", "p99.9_ms", "max_ms", "cpu_s_per_m_events", "rss_peak_mib")
+COLORS = {"spark": "tab:orange", "flink": "tab:blue"}
+
+
+def cells(result: dict) -> dict[tuple, list[dict]]:
+    """Runs grouped by (pipeline, rate, profile, engine), in the results file's order."""
+    grouped: dict[tuple, list[dict]] = {}
+    for run in result["runs"].values():
+        grouped.setdefault((run["pipeline"], run["rate"], run["profile"], run["engine"]), []).append(run)
+    order = {"transform": 0, "count": 1, "enrich": 2, "dedup": 3}
+    return dict(
+        sorted(
+            grouped.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][2] != "tuned", kv[0][1], kv[0][3] != "spark")
+        )
+    )
+
+
+def spread(runs: list[dict], name: str) -> tuple[float | None, float | None, float | None]:
+    values = [r[name] for r in runs if r.get(name) is not None]
+    if not values:
+        return None, None, None
+    return statistics.median(values), min(values), max(values)
+
+
+def _num(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:.1f}"
+
+
+def spread_cell(runs: list[dict], name: str) -> str:
+    median, low, high = spread(runs, name)
+    if median is None:
+        return "-"
+    if len(runs) == 1 or low == high:
+        return _num(median)
+    return f"{_num(median)} ({_num(low)}-{_num(high)})"
+
+
+def disagreements(result: dict) -> list[str]:
+    """Cells where the two engines' outputs differ for the same input (same rate and duration): must be none."""
+    digests: dict[float, dict[str, set]] = {}
+    for run in result["runs"].values():
+        digests.setdefault((run["pipeline"], run["rate"]), {}).setdefault(run["engine"], set()).add(run["digest"])
+    return [
+        f"{pipeline} @ {rate:.0f}/s"
+        for (pipeline, rate), by_engine in digests.items()
+        if len(set().union(*by_engine.values())) > 1
+    ]
+
+
+def same_output_cell(result: dict, pipeline: str, rate: float) -> str:
+    engines = {r["engine"] for r in result["runs"].values() if r["pipeline"] == pipeline and r["rate"] == rate}
+    if len(engines) < 2:
+        return "not yet compared"
+    return "no" if f"{pipeline} @ {rate:.0f}/s" in disagreements(result) else "yes"
+
+
+def p99_ratio(result: dict, pipeline: str, rate: float, profile: str) -> float | None:
+    """Spark RTM's median p99 over Flink's, in one cell (below 1: RTM's tail is shorter)."""
+    grouped = cells(result)
+    spark, flink = grouped.get((pipeline, rate, profile, "spark")), grouped.get((pipeline, rate, profile, "flink"))
+    if not spark or not flink:
+        return None
+    s, f = spread(spark, "p99_ms")[0], spread(flink, "p99_ms")[0]
+    return round(s / f, 2) if s is not None and f else None
+
+
+def markdown(result: dict) -> str:
+    header = (
+        "| Pipeline | Events/s | Settings | Engine | Runs | p50 ms | p99 ms | p99.9 ms | max ms | CPU s / M events "
+        "| Peak RSS MiB | Lost | Same output as the other engine |"
+    )
+    lines = [generated_note("python scripts/tables.py engines"), "", header, "|" + "---|" * 13]
+    for (pipeline, rate, profile, engine), runs in cells(result).items():
+        lost = sum(r.get("missing") or 0 for r in runs)
+        lines.append(
+            f"| {pipeline} | {rate:,.0f} | {profile} | {ENGINE_LABELS[engine]} | {len(runs)} | "
+            + " | ".join(spread_cell(runs, name) for name in FIGURES[:4])
+            + f" | {spread_cell(runs, 'cpu_s_per_m_events')} | {spread_cell(runs, 'rss_peak_mib')} | {lost} | "
+            + f"{same_output_cell(result, pipeline, rate)} |"
+        )
+    lines += ["", "Several runs: the median, with the lowest and highest in brackets.", ""]
+    ratios = []
+    for pipeline, rate, profile in sorted({k[:3] for k in cells(result)}, key=lambda k: (k[0], k[2], k[1])):
+        ratio = p99_ratio(result, pipeline, rate, profile)
+        if ratio is not None:
+            ratios.append(f"{pipeline} at {rate:,.0f}/s ({profile}): {ratio:.2f}")
+    if ratios:
+        lines += ["Spark RTM's p99 over Flink's (below 1: RTM's tail is shorter): " + "; ".join(ratios) + ".", ""]
+    lines += run_lines(result)
+    return "\n".join(lines) + "\n"
+
+
+def run_lines(result: dict) -> list[str]:
+    s = result.get("settings", {})
+    if not result["runs"]:
+        return []
+    latest = max(result["runs"].values(), key=lambda r: r["timestamp"])
+    loads = [r["load_average"]["start"][0] for r in result["runs"].values()]
+    spark, flink = s.get("spark", {}), s.get("flink", {})
+    setting = (
+        f"{s.get('warmup_s', 0):.0f} s warm-up then {s.get('seconds', 0):.0f} s per run, {s.get('partitions')} "
+        f"partitions, LogAppendTime on both topics; Spark {spark.get('version')} `{spark.get('master')}`, "
+        f'`realTime="{spark.get("real_time_interval")}"`; Flink {flink.get("version")}, parallelism '
+        f"{flink.get('parallelism')}, checkpoints every {flink.get('checkpoint_interval')}; tuned = "
+        + ", ".join(f"`{k}={v}`" for conf in s.get("profiles", {}).get("tuned", {}).values() for k, v in conf.items())
+        + "; default = neither set"
+    )
+    commands = sorted({r["command"] for r in result["runs"].values()})
+    lines = [
+        f"- Runs: {len(result['runs'])}, each with its own record in the JSON; 1-minute load average at their starts "
+        f"{min(loads):.2f}-{max(loads):.2f}",
+        f"- Flink {flink.get('version')} with `flink-sql-connector-kafka` {flink.get('kafka_connector')}",
+    ]
+    record = record_lines(latest, setting)
+    # The latest run's record, with every command that made a run of the table.
+    record = [line for line in record if not line.startswith(("- Command:", "- Run at"))]
+    record += [f"- Commands: {', '.join(f'`{c}`' for c in commands)}", f"- Latest run at {latest['timestamp']}"]
+    return [*lines, *record]
+
+
+def plot_path(json_path: Path) -> Path:
+    return json_path.with_name(json_path.stem + "-cdf.png")
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grouped = cells(result)
+    panels = sorted(
+        {(k[0], k[1]) for k in grouped}, key=lambda k: (["transform", "count", "enrich", "dedup"].index(k[0]), k[1])
+    )
+    if not panels:
+        return
+    cols = min(len(panels), 4)
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.8 * rows), squeeze=False)
+    for ax, (pipeline, rate) in zip(axes.flat, panels, strict=False):
+        for (p, r, profile, engine), runs in grouped.items():
+            if (p, r) != (pipeline, rate):
+                continue
+            # The run whose p99 is the median's (or nearest it) stands for the cell.
+            median = spread(runs, "p99_ms")[0] or 0
+            rep = min(runs, key=lambda run: abs((run.get("p99_ms") or 0) - median))
+            q = rep.get("quantiles_ms") or []
+            if q:
+                style = "-" if profile == "tuned" else "--"
+                label = f"{ENGINE_LABELS[engine]}, {profile}"
+                ax.plot([max(v, 0.5) for v in q], range(len(q)), style, color=COLORS[engine], label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("end-to-end latency, ms (log)")
+        ax.set_ylabel("percentile")
+        ax.set_ylim(0, 100)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"{pipeline}, {rate:,.0f} events/s")
+        ax.legend(fontsize=7, loc="lower right")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write(result: dict, json_path: Path) -> Path:
+    """The table (.md beside the JSON) and the plot; the JSON is written run by run by the benchmark itself."""
+    md = json_path.with_suffix(".md")
+    md.write_text(markdown(result))
+    plot(result, plot_path(json_path))
+    return md

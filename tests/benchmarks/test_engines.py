@@ -1,0 +1,108 @@
+"""`bench.py engines`: how outputs are paired with inputs (no services), and a --quick run on both engines.
+
+The quick run asserts what holds on any machine: every output of both engines arrived, the two engines' outputs are
+the same, each run recorded its CPU, memory and run record, and the table and plot were written. No latency is
+asserted: the figures are the benchmark's, in docs/results/engines.json.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rtm_lab.benchmarks import engine_output, engine_run, engines, engines_report
+from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.topics import Record
+
+
+def rec(value: dict, ts: int, partition: int = 0, offset: int = 0, key: str | None = None) -> Record:
+    key = key if key is not None else str(value.get("id", value.get("user")))
+    return Record(key.encode(), json.dumps(value).encode(), partition, offset, ts, 1)
+
+
+def test_a_redelivered_id_is_paired_with_its_own_copy():
+    source = [rec({"id": 1, "user": "u"}, 100, offset=0), rec({"id": 1, "user": "u"}, 200, offset=1)]
+    sink = [rec({"id": 1, "user": "U"}, 110, offset=0), rec({"id": 1, "user": "U"}, 230, offset=1)]
+    measured = engine_output.measure("transform", source, sink, lambda v: v["id"], lambda v: True)
+    assert measured.latencies == [(1, 10), (1, 30)]
+    assert (measured.expected, measured.missing, measured.duplicates) == (2, 0, 0)
+
+
+def test_dedup_pairs_each_kept_id_with_its_first_arrival_and_counts_extras_as_duplicates():
+    source = [rec({"id": 1}, 100, offset=0), rec({"id": 1}, 150, offset=1), rec({"id": 2}, 160, offset=2)]
+    sink = [rec({"id": 1}, 120, offset=0), rec({"id": 1}, 170, offset=1)]
+    measured = engine_output.measure("dedup", source, sink, lambda v: v["id"], lambda v: True)
+    assert measured.latencies == [(1, 20)]
+    assert (measured.expected, measured.missing, measured.duplicates) == (2, 1, 1)
+
+
+def test_a_folded_count_update_answers_every_event_it_counts():
+    # Three events of u arrive at 100, 105, 130 (two partitions); the engine writes count 2 at 140, count 3 at 150.
+    source = [rec({"id": 1, "user": "u"}, 100, 0, 0), rec({"id": 2, "user": "u"}, 105, 1, 0)]
+    source.append(rec({"id": 3, "user": "u"}, 130, 0, 1))
+    sink = [rec({"user": "u", "count": 2}, 140, 0, 0, "u"), rec({"user": "u", "count": 3}, 150, 0, 1, "u")]
+    measured = engine_output.measure("count", source, sink, lambda v: v["id"], lambda v: True)
+    assert measured.latencies == [(1, 40), (2, 35), (3, 20)]
+    assert (measured.expected, measured.missing, measured.wrong) == (1, 0, [])
+
+
+def test_a_count_that_ends_short_is_missing():
+    source = [rec({"id": i, "user": "u"}, 100 + i, 0, i) for i in range(3)]
+    sink = [rec({"user": "u", "count": 2}, 140, 0, 0, "u")]
+    measured = engine_output.measure("count", source, sink, lambda v: v["id"], lambda v: True)
+    assert measured.missing == 1 and measured.wrong == ["u: final count 2, 3 events"]
+    assert [seq for seq, _ in measured.latencies] == [0, 1]
+
+
+def test_the_digest_ignores_broker_times_and_order_but_not_content():
+    a = [rec({"id": 1, "source_ts_ms": 5}, 10, offset=0), rec({"id": 2, "source_ts_ms": 6}, 11, offset=1)]
+    b = [rec({"id": 2, "source_ts_ms": 9}, 20, 1, 0), rec({"id": 1, "source_ts_ms": 8}, 21, 1, 1)]
+    assert engine_output.digest("transform", a) == engine_output.digest("transform", b)
+    assert engine_output.digest("transform", a) != engine_output.digest("transform", a[:1])
+
+
+def test_the_input_is_a_pure_function_of_the_sequence_with_one_redelivery_in_ten():
+    events = [engine_run.engine_event(s) for s in range(20)]
+    assert events == [engine_run.engine_event(s) for s in range(20)]
+    assert [e["id"] for e in events] == [*range(9), 4, *range(10, 19), 14]
+    assert engine_run.expected_outputs("transform", 20) == engine_run.PRIMING + 20
+    assert engine_run.expected_outputs("dedup", 20) == engine_run.PRIMING + 18
+    assert engine_run.expected_outputs("count", 20) is None
+
+
+def test_only_patterns_pick_cells_and_the_engines_alternate():
+    cells = engines.matrix([1000, 10000], 3, list(engine_run.PIPELINES), 10000)
+    assert len(cells) == 2 * 3 * 4 * 2 + 4 * 2
+    assert [c[0] for c in cells[:4]] == ["spark", "flink", "spark", "flink"]
+    picked = [engines.run_id(*c) for c in cells if engines.selected(c, ["flink/count/*/default"])]
+    assert picked == ["flink/count/10000/default/1"]
+    assert sum(engines.selected(c, ["*/*/10000"]) for c in cells) == 3 * 4 * 2 + 4 * 2
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_quick_run_both_engines_agree_and_lose_nothing(lab, flink_venv, tmp_path):
+    out = tmp_path / "engines.json"
+    done = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out)],
+        capture_output=True, text=True, timeout=840, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert sorted(result["runs"]) == sorted(
+        engines.run_id(e, p, 1000, "tuned", 1) for p in ("transform", "count") for e in ("spark", "flink")
+    )
+    for run in result["runs"].values():
+        assert run["missing"] == 0 and run["n"] > 0, run["engine"] + "/" + run["pipeline"]
+        assert run["cpu_s"] > 0 and run["rss_peak_mib"] > 100
+        assert run["load_average"]["start"] and run["versions"]["spark"]
+    assert engines_report.disagreements(result) == []
+    assert "| transform | 1,000 | tuned | Flink |" in out.with_suffix(".md").read_text()
+    assert engines_report.plot_path(out).stat().st_size > 10_000
+    # A second invocation finds every cell done and runs nothing.
+    again = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out), "--list"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert again.stdout.count("(in the results file)") == 4
