@@ -8,7 +8,7 @@ help:
 	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, a warm-up then 30 s)"
 	@echo "make test    set up everything, then lint and run the whole test suite"
 	@echo "make test-fast   lint, docs, skill, generators and quick Spark cases only (pytest -m 'not slow', < 3 min)"
-	@echo "make test-versions   quick start, trigger and support-matrix cases on PySpark 4.1.4, 4.2.1 and 4.3.0 (heavy)"
+	@echo "make test-versions   quick start, trigger, support-matrix and allowlist-off cases on PySpark 4.1.4, 4.2.1 and 4.3.0 (heavy)"
 	@echo "make setup   venv, pinned packages, Java check, PostgreSQL binaries, jars"
 	@echo "make lab-up / lab-down / lab-status   the local Kafka + PostgreSQL services"
 	@echo "make format  apply ruff's formatting and safe fixes"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run the quick start, the trigger cases and the support matrix on each PySpark version a reader may be on.
+"""Run the quick start, the trigger, support-matrix and allowlist-off cases on each PySpark version a reader may use.
 
   python scripts/version_matrix.py     every version (4.1.4, 4.2.1, 4.3.0), one after the other, into docs/results
   python scripts/version_matrix.py --pyspark 4.1.4 --only quickstart-keyword --output /tmp/vm.json     a trial

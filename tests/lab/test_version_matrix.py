@@ -94,3 +94,22 @@ def test_cells_name_what_failed_where():
     classed = cell({"kind": "fails at start()", "error": "INVALID_X", "message": "[INVALID_X] long text"})
     assert classed == "✗ at `start()`: `INVALID_X`"
     assert cell(None) == "not run"
+
+
+def test_a_restart_case_cell_says_what_was_checked():
+    right = {"kind": RUNS, "trigger": "py4j", "checks": ["first run: right", "after the restart: right"]}
+    assert cell(right) == "✓ runs (py4j); first run: right; after the restart: right"
+    wrong = {"kind": RUNS, "checks": ["first run: right", "after the restart: wrong ([{'id': 0}])"]}
+    assert cell(wrong).startswith("⚠ runs, output wrong; first run: right; after the restart: wrong")
+
+
+def test_setup_page_with_the_check_off_every_version_counted_and_deduplicated_right_across_a_restart():
+    """setup.md's bullet: with `allowlistCheck=false` a groupBy count and dropDuplicates wrote the right rows on
+    4.1.4 (through py4j), 4.2.1 and 4.3.0, before and after a restart on their checkpoint (the committed matrix)."""
+    report = json.loads((PROJECT_ROOT / "docs" / "results" / "version-matrix.json").read_text())
+    for version, run in report["versions"].items():
+        cases = {c["id"]: c for c in run["cases"] if c["id"].startswith("allowlist-off-")}
+        assert set(cases) == {"allowlist-off-aggregation", "allowlist-off-dropduplicates"}, version
+        for case in cases.values():
+            assert case["kind"] == RUNS and case["checks"] == ["first run: right", "after the restart: right"], case
+            assert case["trigger"] == ("py4j" if version == "4.1.4" else "as written"), (version, case)

@@ -3,7 +3,7 @@
     python -m rtm_lab.probes.version_cases --jars A.jar,B.jar --output cases.json [--only CASE_ID ...]
 
 `scripts/version_matrix.py` runs this in a venv per PySpark version (the project's code on PYTHONPATH, Kafka at
-KAFKA_BOOTSTRAP_SERVERS); it is not meant to be run by hand. Three groups of cases:
+KAFKA_BOOTSTRAP_SERVERS); it is not meant to be run by hand. Four groups of cases:
 
 - Quick start: snippets/quickstart/kafka_to_kafka.py as written (the `realTime=` keyword), and the same pipeline with
   the py4j trigger of snippets/reference/setup.py. "runs" means rows fed after the start reached the sink topic.
@@ -11,6 +11,8 @@ KAFKA_BOOTSTRAP_SERVERS); it is not meant to be run by hand. Three groups of cas
   and the real-time settings' defaults as the session reports them.
 - Support matrix: every case of probes/support_matrix.py. Where PySpark has no `realTime=` keyword (4.1) they run
   with the py4j trigger instead, so the row shows what the engine does, not that the keyword is missing.
+- Allowlist check off: a streaming aggregation and `dropDuplicates` with `allowlistCheck=false` (the advice for
+  running them on 4.1 and 4.2), output checked, then restarted on their checkpoint (rtm_lab/probes/allowlist_off.py).
 """
 
 import argparse
@@ -33,6 +35,7 @@ from rtm_lab.probes.harness import AT_CALL, AT_RUN_TIME, AT_START, RUNS, Outcome
 from rtm_lab.versions import SPARK_VERSION
 
 QUICK_START, TRIGGER, SUPPORT = "Quick start", "Trigger", "Support matrix"
+ALLOWLIST_OFF = "Allowlist check off"
 VALUE = "value"  # a setting's value, not a query's outcome
 
 
@@ -111,6 +114,7 @@ class VersionCase:
     start: Callable[[Probe], StreamingQuery] | None = None  # a query case
     setting: Callable[[SparkSession], str] | None = None  # or a value the session reports
     py4j_on_4_1: bool = False  # support-matrix cases: run with the py4j trigger where the keyword is missing
+    restart: bool = False  # an rtm_lab.probes.allowlist_off restart case: run twice on one checkpoint, output checked
 
 
 def _conf(key: str) -> Callable[[SparkSession], str]:
@@ -156,8 +160,17 @@ def _support_cases() -> list[VersionCase]:
     return cases
 
 
+def _allowlist_off_cases() -> list[VersionCase]:
+    from rtm_lab.probes.allowlist_off import RESTART_CASES
+
+    return [
+        VersionCase(ALLOWLIST_OFF, case_id, title, py4j_on_4_1=True, restart=True)
+        for case_id, (title, *_) in RESTART_CASES.items()
+    ]
+
+
 def all_cases() -> list[VersionCase]:
-    return [*_trigger_cases(), *_support_cases()]
+    return [*_trigger_cases(), *_support_cases(), *_allowlist_off_cases()]
 
 
 # ---- Running them ------------------------------------------------------------------------------------------------
@@ -190,6 +203,18 @@ def run_case(case: VersionCase, spark: SparkSession, bootstrap: str, workdir: Pa
 
             return {**record, "kind": "fails", "error": error_class(exc), "message": _first_line(str(exc))}
     py4j = case.py4j_on_4_1 and not keyword
+    if case.restart:
+        from rtm_lab.probes.allowlist_off import restart_case
+
+        done = restart_case(case.id, spark, bootstrap, workdir, Py4jProbe if py4j else Probe)
+        message = done.get("message", "")
+        return {
+            **record,
+            **done,
+            "message": _first_line(message),
+            "names": _named_classes(message),
+            "trigger": "py4j" if py4j else "as written",
+        }
     runner = (Py4jProbe if py4j else Probe)(spark, bootstrap, workdir)
     try:
         outcome: Outcome = probe(case.start, runner, timeout_s=90)
@@ -258,7 +283,10 @@ def cell(result: dict | None) -> str:
     if result["kind"] == VALUE:
         return f"`{result['value']}`"
     if result["kind"] == RUNS:
-        return "✓ runs" + (" (py4j)" if result.get("trigger") == "py4j" else "")
+        checks = result.get("checks", [])
+        # A restart case that ran but wrote the wrong rows is not a tick: "runs, but" what was wrong.
+        mark = "✓ runs" if all(c.endswith(": right") for c in checks) else "⚠ runs, output wrong"
+        return mark + (" (py4j)" if result.get("trigger") == "py4j" else "") + "".join(f"; {c}" for c in checks)
     if not result.get("error"):
         return result["kind"]
     if result["error"] == "SQL_CONF_NOT_FOUND":
@@ -298,7 +326,7 @@ def markdown(report: dict) -> str:
         for c in r["cases"]:
             rows_seen.setdefault(c["id"], c)
     parts = [generated_note("python scripts/tables.py version-matrix"), ""]
-    for group in (QUICK_START, TRIGGER, SUPPORT):
+    for group in (QUICK_START, TRIGGER, SUPPORT, ALLOWLIST_OFF):
         rows = [[c["title"], *[cell(by_version[v].get(i)) for v in versions]]
                 for i, c in rows_seen.items() if c["group"] == group]  # fmt: skip
         if rows:
