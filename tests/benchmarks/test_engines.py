@@ -106,3 +106,13 @@ def test_quick_run_both_engines_agree_and_lose_nothing(lab, flink_venv, tmp_path
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert again.stdout.count("(in the results file)") == 4
+
+
+def test_only_the_enrichment_drops_events_by_tier():
+    """The transform writes every event, tiered or not: `kept` filters the enrichment's inputs only."""
+    source = [rec({"id": 1, "user": "untiered"}, 100)]
+    sink = [rec({"id": 1, "user": "UNTIERED"}, 105)]
+    transform = engine_output.measure("transform", source, sink, lambda v: v["id"], lambda v: False)
+    assert (transform.latencies, transform.duplicates) == ([(1, 5)], 0)
+    enrich = engine_output.measure("enrich", source, [], lambda v: v["id"], lambda v: False)
+    assert (enrich.expected, enrich.missing) == (0, 0)

@@ -63,7 +63,8 @@ def digest(pipeline: str, sink: list[Record]) -> str:
 
 def measure(pipeline: str, source: list[Record], sink: list[Record], seq_of, kept) -> Measured:
     """Pair outputs with inputs. `seq_of(value)` gives an input's sequence number (negative for priming events);
-    `kept(value)` says whether the pipeline keeps it (enrich drops users without a tier, dedup drops repeated ids)."""
+    `kept(value)` says whether the enrichment keeps an event (it drops users without a tier; the deduplication drops
+    repeated ids, the transform and the count keep everything)."""
     result = Measured(digest=digest(pipeline, sink), delivered=len(sink))
     if pipeline == "count":
         _measure_count(source, sink, seq_of, result)
@@ -83,7 +84,7 @@ def _measure_records(pipeline, source, sink, seq_of, kept, result: Measured) -> 
             if value["id"] in seen_ids:
                 continue
             seen_ids.add(value["id"])
-        elif not kept(value):
+        elif pipeline == "enrich" and not kept(value):
             continue
         wanted[str(value["id"])].append((seq_of(value), record.timestamp_ms))
     result.expected = sum(len(v) for v in wanted.values())
