@@ -6,6 +6,9 @@
                       end-to-end latency (event creation -> row written), duplicates removed, dead-lettered records
                       and the row count in Postgres (the table is kept: the schema is printed).
   kafka               Kafka -> real-time mode -> Kafka, latency from broker timestamps (LogAppendTime topics).
+  --monitor           the kafka demo watched live: the latency monitor (snippets/guides/monitoring.py) exports
+                      Prometheus metrics, the lab's Prometheus scrapes them every second, and each progress line
+                      adds the p99 PromQL computes; prints the Prometheus URL (kafka is the default pipeline then).
 
 Both run at the real-time interval Spark recommends (5 minutes, --interval to change it): a 30 s demo crosses no
 batch boundary, so no row waits for one. Spark's own warnings go to a log file the summary names.
@@ -29,6 +32,7 @@ import threading
 import time
 
 from rtm_lab import cli, lab, loadgen, paths, percentiles, plans, snippet_jar, topics, warmup
+from rtm_lab.apps import live_monitor
 from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
@@ -47,7 +51,15 @@ NO_AQE = {"spark.sql.adaptive.enabled": "false"}
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = cli.parser_from_doc("demo.py", __doc__)
-    parser.add_argument("--pipeline", choices=("postgres", "kafka"), default="postgres", help="which demo to run")
+    parser.add_argument(
+        "--pipeline", choices=("postgres", "kafka"), help="which demo to run (default postgres; kafka with --monitor)"
+    )
+    parser.add_argument(
+        "--monitor",
+        action="store_true",
+        help="kafka demo: export the latency monitor's metrics to the lab's Prometheus (started if needed) and print "
+        "the live p99 it computes",
+    )
     parser.add_argument("--rate", type=cli.positive_float, help="events per second (default 2000 postgres, 500 kafka)")
     parser.add_argument(
         "--seconds",
@@ -94,6 +106,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(default 120)",
     )
     args = parser.parse_args(argv)
+    if args.monitor and args.pipeline == "postgres":
+        parser.error("--monitor watches the Kafka -> Kafka demo: drop --pipeline postgres (or give --pipeline kafka)")
+    args.pipeline = args.pipeline or ("kafka" if args.monitor else "postgres")
     postgres = args.pipeline == "postgres"
     args.rate = args.rate if args.rate is not None else (2000 if postgres else 500)
     args.seconds = args.seconds if args.seconds is not None else (30 if postgres else 20)
@@ -263,11 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     exit_cleanly_on_termination()
     say = lambda line: print(line, flush=True)  # noqa: E731
     try:
-        state, started = lab.up(log=say)
+        state, started = lab.up(log=say, with_services={"prometheus"} if args.monitor else set())
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     made_topics: list[str] = []  # this run's topics and checkpoint are removed at the end, whatever happens
+    cleanups: list = []  # the monitor's thread, server and scrape target, when --monitor runs
     checkpoint = tempfile.mkdtemp(prefix="rtm-demo-ckpt-")
     log_file = paths.state_dir() / f"demo-{args.pipeline}-spark.log"
     ended_cleanly = False  # whether the query stopped without an error of its own: Spark's log line depends on it
@@ -295,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.seconds:g} s measured"
         )
         reader = topics.SinkLatencyReader(bootstrap, sink).start()
+        if args.monitor:
+            watch = live_monitor.start(state, bootstrap, source, sink, say)
+            cleanups.append(watch.stop)
         result: dict = {}
         produced = [0]  # events handed to the producer so far; an event's id is its sequence number
 
@@ -334,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(
                     f"  t={now - began:5.1f}s  delivered={delivered:>7}  behind {behind:>6}  "
                     f"last 2 s: {percentiles.format_summary(percentiles.summarize(recent))}"
+                    + (f"  {watch.p99_line()}" if args.monitor else "")
                     + ("  (warm-up)" if warming else "")
                 )
             if ended:
@@ -357,11 +377,15 @@ def main(argv: list[str] | None = None) -> int:
         what = "Kafka in -> Kafka out, broker LogAppendTime stamps"
         for line in latency_lines(warm_up, warm, steady, args.seconds, what, "events produced"):
             say(line)
+        if args.monitor:
+            say(watch.summary_line(steady))
         return 0 if missing == 0 else 1
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
+        for cleanup in cleanups:
+            cleanup()
         say(log_line(log_file, ended_cleanly))  # after the query stopped: what Spark logged on the way out counts too
         shutil.rmtree(checkpoint, ignore_errors=True)
         for name in made_topics if "kafka" not in started else []:

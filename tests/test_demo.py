@@ -113,3 +113,30 @@ def test_the_warm_up_settles_only_after_the_backlog_stayed_under_the_bound_and_g
     assert busy.observe(10, 50) and busy.gave_up and busy.settled_at is None
     assert busy.summary().startswith("gave up after 10.0 s: behind under 100 rows for 3 s straight never held")
     assert busy.summary().endswith("NOT steady state")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_monitor_prints_the_prometheus_url_and_the_live_p99_it_computes(lab):
+    """`demo.py --monitor`: the Kafka demo with the latency monitor scraped by the lab's Prometheus; the progress
+    lines carry PromQL's p99 once records flow, and the summary sets PromQL's p99 beside the records' own."""
+    cmd = [sys.executable, "scripts/demo.py", "--monitor", "--rate", "200", "--seconds", "6"]
+    cmd += ["--settle-rows", "100", "--settle-seconds", "2", "--warmup-max", "60"]
+    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert re.search(r"p99 graph: http://127\.0\.0\.1:\d+/graph\?g0\.expr=histogram_quantile", out), out
+    live = [int(ms) for ms in re.findall(r"PromQL p99 \(30 s\): (\d+) ms", out)]
+    assert live and all(ms >= 0 for ms in live), out
+    summary = re.search(r"prometheus +p99 (\d+) ms by PromQL over the whole run.*measured p99 (\d+) ms", out)
+    assert summary, out
+    assert "missing 0" in out
+
+
+def test_monitor_with_the_postgres_pipeline_is_one_line_and_exit_2():
+    done = subprocess.run(
+        [sys.executable, "scripts/demo.py", "--monitor", "--pipeline", "postgres"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--monitor watches the Kafka -> Kafka demo" in done.stderr.strip().splitlines()[-1]

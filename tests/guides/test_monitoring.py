@@ -6,7 +6,9 @@ this process, the lab's Prometheus scrapes both every second and evaluates a cop
 """
 
 import bisect
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import prometheus_client
 import pytest
 import yaml
 from prometheus_client import start_http_server
@@ -31,6 +34,8 @@ from snippets.guides import monitoring
 
 HERE = Path(__file__).parent / "monitoring"
 RULES = PROJECT_ROOT / "snippets" / "guides" / "rtm-alerts.yml"
+RECORDING = PROJECT_ROOT / "snippets" / "guides" / "rtm-recording.yml"
+DASHBOARD = PROJECT_ROOT / "snippets" / "guides" / "rtm-dashboard.json"
 MONITOR = PROJECT_ROOT / "snippets" / "guides" / "monitoring.py"
 
 WARMUP_EVENTS = 200  # sent and read back before the monitor starts: a new JVM's first records are slow
@@ -53,6 +58,32 @@ def test_the_alert_rules_pass_their_promtool_unit_tests():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def test_the_recording_rules_pass_promtool_check():
+    result = subprocess.run([prometheus.promtool(), "check", "rules", RECORDING], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 5 rules found" in result.stdout
+
+
+def dashboard_queries() -> dict[str, list[str]]:
+    """Each panel's title and its PromQL expressions, as the dashboard file holds them."""
+    dashboard = json.loads(DASHBOARD.read_text())
+    return {panel["title"]: [t["expr"] for t in panel["targets"]] for panel in dashboard["panels"]}
+
+
+def test_the_dashboard_reads_only_series_the_monitor_the_rules_and_prometheus_make():
+    """Every name a panel reads is a metric the monitor or its listener exports, a series the recording rules
+    record, or Prometheus's own ALERTS; every panel is filtered by the dashboard's `query` variable."""
+    recorded = {rule["record"] for group in yaml.safe_load(RECORDING.read_text())["groups"] for rule in group["rules"]}
+    exported = {m.name for m in prometheus_client.REGISTRY.collect() if m.name.startswith("rtm_")}
+    # Counters are exposed with _total, histograms as _bucket/_count/_sum: the names a query writes.
+    exported |= {f"{name}_total" for name in exported} | {f"{name}_bucket" for name in exported}
+    for title, exprs in dashboard_queries().items():
+        for expr in exprs:
+            names = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=\{)", expr))
+            assert names and names <= recorded | exported | {"ALERTS"}, (title, expr)
+            assert '{query="$query"}' in expr, (title, expr)
 
 
 def run_monitor(*args: str) -> subprocess.CompletedProcess:
@@ -105,9 +136,13 @@ def prom(lab):
             rule["for"] = "1s"
     rules_file = prometheus.root() / "rules" / f"test-{uuid.uuid4().hex[:8]}.yml"
     rules_file.write_text(yaml.safe_dump(rules))
+    # The dashboard's recording rules, as the page gives them.
+    recording_file = prometheus.root() / "rules" / f"test-recording-{uuid.uuid4().hex[:8]}.yml"
+    recording_file.write_text(RECORDING.read_text())
     prometheus.reload(port)
     yield port
     prometheus.remove_file(rules_file)
+    prometheus.remove_file(recording_file)
     if started:
         lab_module.down(only=started, log=print)
     else:
@@ -271,6 +306,12 @@ def test_promql_quantiles_agree_with_the_records_and_a_clean_run_fires_nothing(r
     )
     # With every input record counted out, the 1:1 pipeline's backlog reads zero.
     assert run.value(f"sum(rtm_input_records_total{selector}) - sum(rtm_output_records_total{selector})") == 0
+    # Each dashboard panel about the monitor's figures shows this query's series (its variable set to the query).
+    for title, exprs in dashboard_queries().items():
+        if title.startswith(("End-to-end", "Records per second", "Seconds since", "Backlog")):
+            for expr in exprs:
+                shown = expr.replace("$query", run.query)
+                assert run.value(shown, all_=True), (title, shown)
     # The driver's listener gauges are scraped beside the monitor's (the query's start set them), but no batch has
     # ended: thousands of records went through and Spark reported no progress, so batch gauges have no series yet.
     assert run.value("max(rtm_batch_interval_seconds)") == 300
