@@ -9,6 +9,7 @@ from rtm_lab import cli
 from rtm_lab.benchmarks import boundary_settings as bench_settings
 from rtm_lab.benchmarks import engines as bench_engines
 from rtm_lab.benchmarks import latency as bench_latency
+from rtm_lab.benchmarks import monitor_cost as bench_monitor
 from rtm_lab.benchmarks import recovery as bench_recovery
 from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.signals import exit_cleanly_on_termination
@@ -18,6 +19,11 @@ BENCHMARKS = (
     ("sink", bench_sink, "Kafka -> real-time mode -> foreach -> Postgres: throughput, E2E latency, reconciliation"),
     ("settings", bench_settings, "settings tried against the batch-boundary stall at the 5 s worst case"),
     ("engines", bench_engines, "real-time mode against Flink: the guide's four pipelines, latency, CPU and memory"),
+    (
+        "monitor",
+        bench_monitor,
+        "the latency monitor's cost on the query, and PromQL's percentiles against the records'",
+    ),
     ("recovery", bench_recovery, "the driver SIGKILLed mid-interval and restarted: rows replayed, time to resume"),
 )
 

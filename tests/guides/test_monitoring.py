@@ -25,6 +25,7 @@ from prometheus_client import start_http_server
 
 from rtm_lab import lab as lab_module
 from rtm_lab import ports, processes
+from rtm_lab.benchmarks.monitor_probe import bucket_of
 from rtm_lab.loadgen import make_event, produce_at_rate
 from rtm_lab.monitoring import prometheus
 from rtm_lab.paths import PROJECT_ROOT
@@ -256,16 +257,6 @@ def worst_prefix_p99_bucket_top(reader: SinkLatencyReader, first_id: int) -> flo
         rank = max(0, -(-99 * len(sorted_so_far) // 100) - 1)  # inverted CDF: the ceil(0.99 n)-th record
         worst = max(worst, bucket_of(sorted_so_far[rank])[1])
     return worst
-
-
-def bucket_of(seconds: float) -> tuple[float, float]:
-    """(lower, upper] of the histogram bucket holding this value."""
-    lower = 0.0
-    for upper in (*monitoring.LATENCY_BUCKETS, float("inf")):
-        if seconds <= upper:
-            return lower, upper
-        lower = upper
-    raise AssertionError("unreachable")
 
 
 @pytest.mark.slow

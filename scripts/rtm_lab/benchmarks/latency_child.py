@@ -244,6 +244,7 @@ def run_mode(
     observe: bool = False,
     spark_conf: dict | None = None,
     gc_log: str | None = None,
+    monitor_prom_port: int | None = None,
 ) -> dict:
     from rtm_lab import loadgen, percentiles, topics
     from rtm_lab.benchmarks import tail_sources
@@ -264,7 +265,7 @@ def run_mode(
     began = time.monotonic()
     spark = spark_session(f"bench-latency-{mode}", slots=pipeline.slots, conf=conf)
     say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
-    query = reader = None
+    query = reader = monitor = None
     checkpoint = tempfile.mkdtemp(prefix="bench-lat-ckpt-")
     try:
         # Priming events (negative ids) go in before the query starts: in trial runs the first rows a new real-time
@@ -279,6 +280,11 @@ def run_mode(
             return {"n": 0, "missing": None, "error": error_class(exc)}
         say(f"priming events delivered after {first:.1f}s; producing {rate:.0f} events/s for {seconds:.0f}s")
         slots = slot_need(query)
+        if monitor_prom_port is not None:  # the latency monitor beside the query, as a user runs it
+            from rtm_lab.benchmarks.monitor_probe import MonitorProcess
+
+            monitor = MonitorProcess.start(monitor_prom_port, bootstrap, source, sink)
+            say(f"latency monitor running (query label {monitor.query}), scraped by Prometheus")
         state_track: list = []
         lag_timeline: list = []  # [ms since production began, ms the generator was behind its schedule]
         wall_t0 = time.time()
@@ -365,11 +371,16 @@ def run_mode(
             from rtm_lab.benchmarks import boundary_observer
 
             result.update(boundary_observer.observe(spark, query, reader, cfg["rtm_interval"], warmup_ids))
+        if monitor is not None:
+            # Everything the monitor saw: the production, warm-up included (it started reading after the priming).
+            result["monitor"] = monitor.figures([ms for _, ms in measured])
         if trace:
             Path(trace).write_text("".join(f"{event_id},{ms}\n" for event_id, ms in measured))
         say(f"done: {percentiles.format_summary(result)}  missing={result['missing']}")
         return result
     finally:
+        if monitor is not None:
+            monitor.stop()
         if reader is not None:
             reader.stop()
         if query is not None and query.isActive:
@@ -405,6 +416,9 @@ def child_main(argv: list[str] | None = None) -> int:
         "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session"
     )
     parser.add_argument("--gc-log", help="write the Spark JVM's GC log here and record its pauses in the result")
+    parser.add_argument(
+        "--monitor-prom-port", type=int, help="run the latency monitor beside the query, scraped by this Prometheus"
+    )
     args = parser.parse_args(argv)
     cfg = settings(args.interval, args.fetch_wait_ms, args.pipeline)
     spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
@@ -419,6 +433,7 @@ def child_main(argv: list[str] | None = None) -> int:
         args.observe_boundaries,
         spark_conf,
         args.gc_log,
+        args.monitor_prom_port,
     )
     Path(args.out).write_text(json.dumps(result))
     return 0

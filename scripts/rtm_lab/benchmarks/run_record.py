@@ -42,12 +42,12 @@ class Run:
 
 
 @contextlib.contextmanager
-def on_the_lab(command: str) -> Iterator[tuple[Run, LabState]]:
+def on_the_lab(command: str, with_services: frozenset[str] | set[str] = frozenset()) -> Iterator[tuple[Run, LabState]]:
     """The frame of one benchmark run: its record begun (load average, clock), the lab's services up, started if they
     were not running (a lab that cannot start raises LabError, which the entry script reports on one line, exit 2),
     and on the way out, failures and Ctrl-C included, the services this run started stopped again."""
     record = Run(command)
-    state, started = lab.up(log=_say)
+    state, started = lab.up(log=_say, with_services=with_services)
     try:
         yield record, state
     finally:
