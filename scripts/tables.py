@@ -8,8 +8,7 @@
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md from the latency benchmark's JSON
   python scripts/tables.py latency-sweep-headline the front page's headline sentence, from the interval sweep's JSON
-  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines,
-                                                 monitor-cost   likewise, from their JSON
+  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines   likewise, from their JSON
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
@@ -120,7 +119,6 @@ TABLES = {
         "boundary-settings.md", _from_json("boundary-settings.json", "rtm_lab.benchmarks.boundary_settings")
     ),
     "stall-5s": Table("stall-5s.md", _stall_5s),
-    "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
     "engines": Table("engines.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report")),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
 }

@@ -22,6 +22,7 @@ def test_every_generated_table_is_current():
         "ad_attribution_latency.md",
         "version-matrix.md",
         "stall-5s.md",
+        "engines.md",
     ):
         assert f"/docs/results/{table} is up to date" in result.stdout, result.stdout
 
