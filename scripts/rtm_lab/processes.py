@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -155,3 +156,21 @@ def tail(path: Path, lines: int = 30) -> str:
         return f"(no log at {path})"
     text = path.read_text(errors="replace").splitlines()
     return "\n".join(text[-lines:])
+
+
+@dataclass
+class Started:
+    """A program the lab started: its pid and start time, the argument that identifies it (`marker`), its folder and
+    log. It is signalled only while `is_ours` holds."""
+
+    pid: int
+    started: str
+    marker: str
+    folder: Path
+    log: Path
+
+    def running(self) -> bool:
+        return is_ours(self.pid, self.started, self.marker)
+
+    def stop(self) -> bool:
+        return stop(self.pid, self.started, self.marker, timeout=20.0)

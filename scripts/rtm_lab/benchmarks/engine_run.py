@@ -12,7 +12,6 @@ and the two engines' output digests must match.
 """
 
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
@@ -20,7 +19,6 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import psutil
 from kafka import KafkaConsumer, TopicPartition
@@ -84,36 +82,17 @@ def expected_outputs(pipeline: str, sent: int) -> int | None:
     return PRIMING + len({engine_event(s)["id"] for s in range(sent)})
 
 
-@dataclasses.dataclass
-class EngineProcess:
-    """A started engine: its pid and start time, the argument that identifies it, its folder and log."""
-
-    pid: int
-    started: str
-    marker: str
-    folder: Path
-    log: Path
-
-    def running(self) -> bool:
-        return processes.is_ours(self.pid, self.started, self.marker)
-
-    def stop(self) -> bool:
-        return processes.stop(self.pid, self.started, self.marker, timeout=20.0)
-
-
-def start_engine(engine: str, pipeline: str, source: str, sink: str, conf: dict, bootstrap: str) -> EngineProcess:
+def start_engine(engine: str, pipeline: str, source: str, sink: str, conf: dict, bootstrap: str) -> processes.Started:
     env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap}
+    conf_args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
     if engine == "flink":
-        conf_args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
-        run = flink.start(FLINK_PROGRAM, ["--parallelism", str(PARTITIONS), *conf_args, pipeline, source, sink], env)
-        return EngineProcess(run.pid, run.started, run.marker, run.folder, run.log)
+        return flink.start(FLINK_PROGRAM, ["--parallelism", str(PARTITIONS), *conf_args, pipeline, source, sink], env)
     folder = make_private_dir(state_dir() / "engines" / uuid.uuid4().hex[:12])
     checkpoint = str(folder / "checkpoint")
-    command = [sys.executable, "-m", "rtm_lab.benchmarks.engine_spark", pipeline, source, sink, checkpoint]
-    command += [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
+    command = [sys.executable, "-m", "rtm_lab.benchmarks.engine_spark", pipeline, source, sink, checkpoint, *conf_args]
     log = folder / "engine.log"
     pid = processes.spawn(command, log, env={**os.environ, **env}, cwd=folder)
-    return EngineProcess(pid, processes.start_time(pid), checkpoint, folder, log)
+    return processes.Started(pid, processes.start_time(pid), checkpoint, folder, log)
 
 
 class TreeSampler:
@@ -157,7 +136,7 @@ def _end_offsets(consumer: KafkaConsumer, topic: str) -> int:
     return sum(consumer.end_offsets(parts).values()) if parts else 0
 
 
-def _wait_until_primed(engine: EngineProcess, bootstrap: str, pipeline: str, sink: str, timeout_s: float) -> None:
+def _wait_until_primed(engine: processes.Started, bootstrap: str, pipeline: str, sink: str, timeout_s: float) -> None:
     def died() -> BaseException | None:
         if engine.running():
             return None
@@ -195,7 +174,7 @@ def run(
     sink = topics.create_topic(
         bootstrap, topics.unique_name(f"eng-{engine}-{pipeline}-out"), PARTITIONS, LOG_APPEND_TIME
     )
-    proc: EngineProcess | None = None
+    proc: processes.Started | None = None
     sampler: TreeSampler | None = None
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:

@@ -21,7 +21,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from rtm_lab import jars, processes
@@ -96,18 +95,8 @@ def connector_jar() -> Path:
     return jars.ensure(CONNECTOR_GROUP, quiet=True)[0]
 
 
-@dataclass
-class FlinkRun:
-    """A running PyFlink program: its pid and start time (its identity, with `marker`), its folder and log."""
-
-    pid: int
-    started: str
-    marker: str
-    folder: Path
-    log: Path
-
-    def running(self) -> bool:
-        return processes.is_ours(self.pid, self.started, self.marker)
+class FlinkRun(processes.Started):
+    """A running PyFlink program (see `processes.Started`), with its output to wait on."""
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -124,9 +113,6 @@ class FlinkRun:
             wait_until(lambda: self.output().count(text) >= count, timeout_s, f"{text!r} x{count}", 0.5, died)
         except WaitTimeout as exc:
             raise LabError(f"{exc}; the end of the Flink log ({self.log}):\n{processes.tail(self.log)}") from exc
-
-    def stop(self) -> bool:
-        return processes.stop(self.pid, self.started, self.marker, timeout=20.0)
 
 
 def start(program: Path, args: list[str], env: dict[str, str] | None = None) -> FlinkRun:
