@@ -120,6 +120,7 @@ TABLES = {
     ),
     "stall-5s": Table("stall-5s.md", _stall_5s),
     "engines": Table("engines.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report")),
+    "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
 }
 

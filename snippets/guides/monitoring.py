@@ -244,6 +244,27 @@ class ProgressGauges(StreamingQueryListener):
 # --8<-- [end:listener]
 
 
+# --8<-- [start:spark-metrics]
+def spark_metrics_conf(ui_port: int = 4040) -> dict[str, str]:
+    """Spark's own metrics for Prometheus, served by the driver's UI on `ui_port`:
+    executor summaries at /metrics/executors/prometheus, and the metrics system (the
+    driver's JVM, scheduler and block manager, and with the last setting the query's
+    own source) at /metrics/prometheus."""
+    return {
+        "spark.ui.enabled": "true",
+        "spark.ui.port": str(ui_port),
+        "spark.ui.prometheus.enabled": "true",
+        "spark.metrics.conf.*.sink.prometheusServlet.class": (
+            "org.apache.spark.metrics.sink.PrometheusServlet"
+        ),
+        "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
+        "spark.sql.streaming.metricsEnabled": "true",
+    }
+
+
+# --8<-- [end:spark-metrics]
+
+
 # --8<-- [start:main]
 def prometheus_answers(url: str) -> bool:
     try:

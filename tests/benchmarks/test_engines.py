@@ -116,3 +116,34 @@ def test_only_the_enrichment_drops_events_by_tier():
     assert (transform.latencies, transform.duplicates) == ([(1, 5)], 0)
     enrich = engine_output.measure("enrich", source, [], lambda v: v["id"], lambda v: False)
     assert (enrich.expected, enrich.missing) == (0, 0)
+
+
+def test_a_count_update_written_again_after_a_restart_counts_as_replayed():
+    from rtm_lab.benchmarks import engine_recovery
+
+    sink = [rec({"user": "a", "count": c}, 100 + i, offset=i, key="a") for i, c in enumerate([1, 2, 3, 2, 3, 4])]
+    assert engine_recovery.replayed_counts(sink) == 2
+
+
+def test_the_newest_completed_flink_checkpoint_is_the_one_restored(tmp_path):
+    from rtm_lab.benchmarks import engine_recovery
+
+    assert engine_recovery.latest_flink_checkpoint(tmp_path) is None
+    for n in (2, 10, 11):
+        (tmp_path / "job" / f"chk-{n}").mkdir(parents=True)
+    for n in (2, 10):  # chk-11 is still being written: no _metadata yet
+        (tmp_path / "job" / f"chk-{n}" / "_metadata").write_text("x")
+    assert engine_recovery.latest_flink_checkpoint(tmp_path).name == "chk-10"
+
+
+def test_a_capacity_step_is_kept_up_only_with_the_generator_at_rate_and_the_last_events_answered_in_time():
+    from rtm_lab.benchmarks import engine_capacity
+
+    step = {"rate": 10000, "achieved_rate": 9990.0, "tail_p98_ms": 40.0}
+    assert engine_capacity.verdict(step) == "kept up"
+    assert engine_capacity.verdict({**step, "tail_p98_ms": 2500.0}) == "fell behind"
+    assert engine_capacity.verdict({**step, "tail_p98_ms": float("inf")}) == "fell behind"
+    assert engine_capacity.verdict({**step, "achieved_rate": 9000.0}) == "generator short"
+    # Unanswered events count as infinitely late: 3 of 100 missing put the 98th percentile out of reach.
+    assert engine_run._p98_with_unanswered([5.0] * 97, 100) == float("inf")
+    assert engine_run._p98_with_unanswered([5.0] * 97 + [9.0, 9.0], 100) == 9.0

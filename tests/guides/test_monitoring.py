@@ -6,6 +6,7 @@ this process, the lab's Prometheus scrapes both every second and evaluates a cop
 """
 
 import bisect
+import contextlib
 import json
 import os
 import re
@@ -153,20 +154,23 @@ def prom(lab):
 class Run:
     """The query in a child process, the monitor in a thread here, both scraped by Prometheus."""
 
-    def __init__(self, lab, prom_port, kafka_topic, checkpoint):
+    def __init__(self, lab, prom_port, kafka_topic, checkpoint, driver_args=()):
         self.prom_port = prom_port
         self.bootstrap = lab.kafka_bootstrap
         self.source, self.sink = kafka_topic(partitions=2), kafka_topic(partitions=2)
         self.query = f"q{uuid.uuid4().hex[:8]}"
         self.driver_port = ports.free_port()
+        self.checkpoint = Path(checkpoint)
         self.child = subprocess.Popen(
             [sys.executable, HERE / "driver.py", self.bootstrap, self.source, self.sink, checkpoint,
-             str(self.driver_port)],
+             str(self.driver_port), *driver_args],
             cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             start_new_session=True,  # its own process group: SIGSTOP pauses its Python and its JVM
         )  # fmt: skip
         self.stop_monitor = threading.Event()
         self.targets: Path | None = None
+        self.more_targets: list[Path] = []
+        self.metrics_server = None
         self.reader = SinkLatencyReader(self.bootstrap, self.sink).start()
 
     def wait_for_output(self, n: int, timeout_s: float) -> None:
@@ -215,14 +219,16 @@ class Run:
         if self.child.poll() is None:
             os.killpg(self.child.pid, signal.SIGCONT)
             processes.stop(self.child.pid, timeout=30)
-        if self.targets:
-            prometheus.remove_file(self.targets)
-        self.metrics_server.shutdown()
+        for path in [self.targets, *self.more_targets]:
+            if path:
+                prometheus.remove_file(path)
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
 
 
-@pytest.fixture(scope="module")
-def run(lab, prom, tmp_path_factory):
-    # kafka_topic is function-scoped; the module's two topics are made and deleted here.
+@contextlib.contextmanager
+def live_run(lab, prom, folder: Path, driver_args=()):
+    # kafka_topic is function-scoped; a module's topics are made and deleted here.
     from rtm_lab import topics
 
     made = []
@@ -231,13 +237,20 @@ def run(lab, prom, tmp_path_factory):
         made.append(topics.create_topic(lab.kafka_bootstrap, topics.unique_name("mon"), partitions))
         return made[-1]
 
-    live = Run(lab, prom, make_topic, str(tmp_path_factory.mktemp("mon") / "checkpoint"))
+    live = Run(lab, prom, make_topic, str(folder / "checkpoint"), driver_args)
     try:
         yield live
     finally:
         live.close()
         for name in made:
             topics.delete_topic(lab.kafka_bootstrap, name)
+
+
+@pytest.fixture(scope="module")
+def run(lab, prom, tmp_path_factory):
+    """The quick-start query at its recommended 5-minute interval: no batch ends while the module runs."""
+    with live_run(lab, prom, tmp_path_factory.mktemp("mon")) as live:
+        yield live
 
 
 RULE_P99_THRESHOLD_S = 0.5  # RtmLatencyP99High's threshold in rtm-alerts.yml
@@ -449,3 +462,103 @@ def test_a_monitor_started_before_the_sink_topic_exists_waits_for_it(lab, kafka_
         stop.set()
         watcher.join(timeout=15)
         topics.delete_topic(lab.kafka_bootstrap, sink)
+
+
+# --- a short interval: batch boundaries in the listener's gauges and in Spark's own metrics -------------------------
+
+SHORT_INTERVAL_S = 10
+SCRAPE_S = 1.0  # the lab Prometheus's scrape interval (rtm_lab.monitoring.prometheus.SCRAPE_INTERVAL)
+SPARK_ENDPOINTS = {"servlet": "/metrics/prometheus", "executors": "/metrics/executors/prometheus"}
+
+
+@pytest.fixture(scope="module")
+def batches(lab, prom, tmp_path_factory):
+    """The quick-start query at a 10-second interval with Spark's metrics on, under a steady 100 events/s, scraped
+    every second (the listener's port and both of Spark's endpoints), until two batches have committed."""
+    assert f"{SCRAPE_S:.0f}s" == prometheus.SCRAPE_INTERVAL
+    ui_port = ports.free_port()
+    with live_run(lab, prom, tmp_path_factory.mktemp("short"), (str(SHORT_INTERVAL_S), str(ui_port))) as live:
+        live.ui_port = ui_port
+        live.more_targets.append(prometheus.set_targets(f"{live.query}-driver", [f"127.0.0.1:{live.driver_port}"]))
+        for job, path in SPARK_ENDPOINTS.items():
+            live.more_targets.append(
+                prometheus.set_targets(
+                    f"{live.query}-{job}", [f"127.0.0.1:{ui_port}"], {"__metrics_path__": path, "endpoint": job}
+                )
+            )
+        stop = threading.Event()
+        load = threading.Thread(
+            target=produce_at_rate,
+            kwargs={"bootstrap": live.bootstrap, "topic": live.source, "rate": 100, "seconds": 300, "stop": stop},
+            daemon=True,
+        )
+        load.start()
+        try:
+            commits = live.checkpoint / "commits"
+            wait_until(lambda: (commits / "1").exists(), 150, "two committed batches", interval_s=0.2)
+            live.commit_at = {n: (commits / str(n)).stat().st_mtime for n in range(2)}
+            time.sleep(3 * SCRAPE_S)  # the scrapes after the second commit
+            yield live
+        finally:
+            stop.set()
+            load.join(timeout=30)
+
+
+def samples(live, selector: str, seconds: int = 120) -> dict[str, list[tuple[float, float]]]:
+    """Every scraped sample of the matching series over the last `seconds`: series name -> [(scrape time, value)]."""
+    result = prometheus.query(live.prom_port, f"{selector}[{seconds}s]")
+    return {r["metric"]["__name__"]: [(float(t), float(v)) for t, v in r["values"]] for r in result}
+
+
+@pytest.mark.slow
+def test_a_batch_end_shows_in_the_listeners_gauges_within_two_scrapes_of_its_commit(batches):
+    (series,) = samples(batches, f'rtm_batch_id{{instance="127.0.0.1:{batches.driver_port}"}}').values()
+    for batch in (0, 1):
+        committed = batches.commit_at[batch]
+        before = [v for t, v in series if t < committed]
+        shown = min(t for t, v in series if v >= batch)
+        # Not before its commit file exists (before the first, the gauge has no series), and by the second scrape.
+        assert all(v < batch for v in before), (batch, before[-3:])
+        assert shown - committed <= 2 * SCRAPE_S, (batch, shown - committed)
+        print(f"batch {batch}: in the gauge {shown - committed:.2f} s after its commit file")
+
+
+def mid_batch(series: list[tuple[float, float]], live, batch: int) -> list[float]:
+    """The values scraped strictly inside batch `batch` (after the previous commit settled, before its own)."""
+    start, end = live.commit_at[batch - 1] + 2 * SCRAPE_S, live.commit_at[batch]
+    return [v for t, v in series if start <= t < end]
+
+
+def after_commit(series: list[tuple[float, float]], live, batch: int) -> float:
+    return next(v for t, v in series if t >= live.commit_at[batch] + 2 * SCRAPE_S)
+
+
+@pytest.mark.slow
+def test_sparks_own_metrics_count_a_real_time_batch_only_when_it_ends(batches):
+    def one(pattern: str) -> list[tuple[float, float]]:
+        found = samples(batches, f'{{__name__=~"{pattern}", instance="127.0.0.1:{batches.ui_port}"}}')
+        assert len(found) == 1, (pattern, sorted(found), {k: v[-1] for k, v in found.items()})
+        return next(iter(found.values()))
+
+    # Both endpoints are scraped (a scrape may time out now and then at a 1 s interval on a busy machine).
+    for job in SPARK_ENDPOINTS:
+        selector = f'up{{endpoint="{job}", instance="127.0.0.1:{batches.ui_port}"}}'
+        ups = [v for _, v in samples(batches, selector, 30)["up"]]
+        assert sum(ups) >= 0.8 * len(ups) > 0, (job, ups)
+    query_source = "metrics_.*_driver_spark_streaming_.*_"  # spark.sql.streaming.metricsEnabled's source
+    rate_in, rate_done = one(query_source + "inputRate_total_Value"), one(query_source + "processingRate_total_Value")
+    batch_ms = one(query_source + "latency_Value")
+    records_read = one("metrics_.*_driver_executor_recordsRead_Count")  # the executor source, through the servlet
+    active = one("metrics_executor_activeTasks")  # /metrics/executors/prometheus
+    for name, series in {"inputRate": rate_in, "processingRate": rate_done, "latency": batch_ms,
+                         "recordsRead": records_read}.items():  # fmt: skip
+        inside = mid_batch(series, batches, 1)
+        # Events arrive all through batch 1 and none of these moves inside it; each has moved once batch 1 ends.
+        assert len(inside) >= SHORT_INTERVAL_S / 2 and len(set(inside)) == 1, (name, inside)
+        assert after_commit(series, batches, 1) != inside[0], name
+    # The query source's "latency" is how long the batch took (about the interval), not how late a record is.
+    assert after_commit(batch_ms, batches, 1) >= 0.9 * SHORT_INTERVAL_S * 1000
+    # The batch's long-running tasks (one per source partition) show as active while it runs (its second half here:
+    # the next batch's tasks start a moment after the commit, and the status store follows its events a moment late).
+    halfway = (batches.commit_at[0] + batches.commit_at[1]) / 2
+    assert {v for t, v in active if halfway <= t < batches.commit_at[1]} == {2}

@@ -52,6 +52,25 @@ TIERED = {user for user, _ in TIERS}
 SAMPLE_EVERY_S = 0.5
 QUIET_S = 3.0  # the running count's sink is complete once its offsets stop moving for this long
 DRAIN_S = 90.0
+TAIL_S = 10.0
+
+
+def _p98_with_unanswered(latencies: list[float], events: int) -> float | None:
+    """The 98th percentile of the latencies of `events` events, those with no latency counted as infinitely late."""
+    if events <= 0:
+        return None
+    ranked = sorted(latencies)[:events] + [float("inf")] * max(events - len(latencies), 0)
+    return float(ranked[max(0, -(-98 * events // 100) - 1)])
+
+
+def _answered_by_id(pipeline: str, seq: int, from_id: int) -> bool:
+    """Whether event `seq` should have an output paired with an id at or above `from_id` (pairing goes by id)."""
+    event = engine_event(seq)
+    if event["id"] < from_id:
+        return False
+    if pipeline == "dedup":
+        return event["id"] == seq
+    return pipeline != "enrich" or kept(event)
 
 
 def engine_event(seq: int) -> dict:
@@ -82,14 +101,26 @@ def expected_outputs(pipeline: str, sent: int) -> int | None:
     return PRIMING + len({engine_event(s)["id"] for s in range(sent)})
 
 
-def start_engine(engine: str, pipeline: str, source: str, sink: str, conf: dict, bootstrap: str) -> processes.Started:
+def start_engine(
+    engine: str,
+    pipeline: str,
+    source: str,
+    sink: str,
+    conf: dict,
+    bootstrap: str,
+    spark_args: tuple[str, ...] = (),
+    checkpoint: str | None = None,
+) -> processes.Started:
+    """Start one engine on one pipeline. `spark_args` go to the Spark child only (e.g. `--interval`); `checkpoint`
+    restarts the Spark query on an earlier run's checkpoint (Flink restores through `conf`)."""
     env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap}
     conf_args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
     if engine == "flink":
         return flink.start(FLINK_PROGRAM, ["--parallelism", str(PARTITIONS), *conf_args, pipeline, source, sink], env)
     folder = make_private_dir(state_dir() / "engines" / uuid.uuid4().hex[:12])
-    checkpoint = str(folder / "checkpoint")
-    command = [sys.executable, "-m", "rtm_lab.benchmarks.engine_spark", pipeline, source, sink, checkpoint, *conf_args]
+    checkpoint = checkpoint or str(folder / "checkpoint")
+    command = [sys.executable, "-m", "rtm_lab.benchmarks.engine_spark", pipeline, source, sink, checkpoint]
+    command += [*spark_args, *conf_args]
     log = folder / "engine.log"
     pid = processes.spawn(command, log, env={**os.environ, **env}, cwd=folder)
     return processes.Started(pid, processes.start_time(pid), checkpoint, folder, log)
@@ -223,6 +254,11 @@ def run(
         warmup_ids = int(rate * warmup)
         steady = [ms for seq, ms in measured.latencies if seq >= warmup_ids]
         summary = percentiles.summarize(steady)
+        # The last TAIL_S seconds' events, for the capacity steps: an engine that keeps up answers them as fast as the
+        # rest; one falling behind answers them later and later, or not within the drain (counted as unanswered).
+        tail_from = int(rate * max(warmup + seconds - TAIL_S, 0))
+        tail = [ms for seq, ms in measured.latencies if seq >= tail_from]
+        tail_sent = sum(1 for s in range(tail_from, stats.sent) if _answered_by_id(pipeline, s, tail_from))
         cpu_s = cpu_end - cpu_start
         result = {
             "engine": engine,
@@ -247,6 +283,8 @@ def run(
             "rss_peak_mib": rss_peak,
             "startup_s": round(startup_s, 1),
             "drain_s": round(drain_s, 2),
+            "tail_s": TAIL_S,
+            "tail_p98_ms": _p98_with_unanswered(tail, tail_sent),
         }
         say(
             f"  {percentiles.format_summary(summary)}  missing={measured.missing}  cpu={cpu_s:.1f}s  rss={rss_peak} MiB"

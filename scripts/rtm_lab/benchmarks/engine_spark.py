@@ -1,6 +1,6 @@
 """The Spark side of `bench.py engines`: one comparison pipeline in real-time mode, alone in its own process.
 
-    python -m rtm_lab.benchmarks.engine_spark PIPELINE SOURCE SINK CHECKPOINT [--conf KEY=VALUE ...]
+    python -m rtm_lab.benchmarks.engine_spark PIPELINE SOURCE SINK CHECKPOINT [--interval I] [--conf KEY=VALUE ...]
 
 The engine benchmark starts this and measures the CPU and memory of its whole process tree (this Python driver and
 the JVM it launches), so nothing else runs here: no generator, no reader. The query is the one the guide shows
@@ -12,7 +12,7 @@ import os
 import sys
 
 from rtm_lab.spark import spark_session
-from snippets.guides.rtm_or_flink_spark import PIPELINES, start_pipeline
+from snippets.guides.rtm_or_flink_spark import PIPELINES, REAL_TIME_INTERVAL, start_pipeline
 
 SLOTS = 4  # 2 source tasks + 2 shuffle tasks: the stateful pipelines' real-time stages all run at once
 
@@ -23,12 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("source")
     parser.add_argument("sink")
     parser.add_argument("checkpoint", help="the query's checkpoint folder (also this process's identity)")
+    parser.add_argument(
+        "--interval", default=REAL_TIME_INTERVAL, help=f"the real-time interval (default {REAL_TIME_INTERVAL!r})"
+    )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
     spark = spark_session(f"engines-{args.pipeline}", slots=SLOTS, conf=conf)
     bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-    query = start_pipeline(spark, args.pipeline, bootstrap, args.source, args.sink, args.checkpoint)
+    query = start_pipeline(spark, args.pipeline, bootstrap, args.source, args.sink, args.checkpoint, args.interval)
     print(f"started {args.pipeline}: {args.source} -> {args.sink}", flush=True)
     query.awaitTermination()
     return 0

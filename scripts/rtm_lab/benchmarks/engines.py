@@ -139,9 +139,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the results file, added to run by run (default {DEFAULT_JSON}; a .md table and a CDF plot beside it)",
     )
     parser.add_argument("--list", action="store_true", help="print the cells that would run, and stop")
+    extra = parser.add_mutually_exclusive_group()
+    extra.add_argument(
+        "--recovery",
+        action="store_true",
+        help="instead of latency runs: SIGKILL each engine mid-run on transform and count, restart it on its "
+        "checkpoint, and measure the restart (`--repeat` runs each, default 2)",
+    )
+    extra.add_argument(
+        "--capacity",
+        action="store_true",
+        help="instead of latency runs: step the rate up on transform and count until each engine falls behind",
+    )
 
 
 def main(args: argparse.Namespace, command: str) -> int:
+    if args.recovery or args.capacity:
+        return _extra(args, command)
     preset = QUICK if args.quick else FULL
     rates = args.rate or preset["rates"]
     seconds = args.seconds or preset["seconds"]
@@ -194,3 +208,55 @@ def main(args: argparse.Namespace, command: str) -> int:
 
 def _say(line: str) -> None:
     print(f"  {line}", flush=True)
+
+
+def _extra(args: argparse.Namespace, command: str) -> int:
+    """`--recovery` or `--capacity`: their runs go into the same results file, under their own key, run by run."""
+    kind = "recovery" if args.recovery else "capacity"
+    result = load(args.json)
+    done = result.setdefault(kind, {})
+    if args.redo:
+        done.clear()
+    try:
+        with run_record.on_the_lab(command) as (_, state):
+
+            def keep(key: str, figures: dict) -> None:
+                done[key] = figures
+                save(result, args.json)
+
+            if kind == "recovery":
+                from rtm_lab.benchmarks import engine_recovery
+
+                for i in range(1, (args.repeat or 2) + 1):
+                    for pipeline in engine_recovery.PIPELINES:
+                        for engine in ENGINES:
+                            key = f"{engine}/{pipeline}/{i}"
+                            if key in done or not selected(
+                                (engine, pipeline, engine_recovery.RATE, "tuned", i), args.only
+                            ):
+                                continue
+                            print(f"recovery {key}", flush=True)
+                            record = run_record.Run(command)
+                            figures = engine_recovery.run(engine, pipeline, state.kafka_bootstrap, say=_say)
+                            _say(
+                                f"resume {figures['resume_s']} s, replayed {figures['replayed']}, lost {figures['lost']}"
+                            )
+                            keep(key, {**figures, **record.record()})
+            else:
+                from rtm_lab.benchmarks import engine_capacity
+
+                for pipeline in engine_capacity.PIPELINES:
+                    for engine in ENGINES:
+                        if not selected((engine, pipeline, 0, "tuned", 1), args.only):
+                            continue
+                        engine_capacity.run_steps(
+                            engine, pipeline, state.kafka_bootstrap, done, keep, command, say=_say
+                        )
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    md = engines_report.write(result, args.json)
+    text = engines_report.recovery_markdown(result) if kind == "recovery" else engines_report.capacity_markdown(result)
+    print(text)
+    print(f"wrote {args.json} and the tables beside {md}")
+    return 0

@@ -110,6 +110,91 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cell(value, unit: str = "") -> str:
+    return "-" if value is None else f"{_num(value)}{unit}"
+
+
+def _runs_record(runs: dict) -> list[str]:
+    """The load range over all the runs, then the latest run's full record."""
+    loads = [r["load_average"]["start"][0] for r in runs.values()]
+    latest = max(runs.values(), key=lambda r: r["timestamp"])
+    return [
+        f"- Runs: {len(runs)}, each with its own record in the JSON; 1-minute load average at their starts "
+        f"{min(loads):.2f}-{max(loads):.2f}",
+        *(line for line in record_lines(latest) if not line.startswith("- Load average")),
+    ]
+
+
+def recovery_markdown(result: dict) -> str:
+    """One row per recovery run (`bench.py engines --recovery`): what a SIGKILL and a restart cost each engine."""
+    runs = result.get("recovery", {})
+    lines = [generated_note("python scripts/tables.py engines-recovery"), ""]
+    if not runs:
+        return "\n".join([*lines, "No recovery run yet: `python scripts/bench.py engines --recovery`.", ""])
+    first = next(iter(runs.values()))
+    lines += [
+        f"{first['rate']:,} events/s; both engines checkpoint every {first['checkpoint_interval_s']} s; the engine's "
+        f"process group killed (SIGKILL) {first['kill_at_s']} s into the run and started again at once on its "
+        "checkpoint.",
+        "",
+        "| Pipeline | Engine | Run | Resume s | Downtime s | Real time again s | Replayed | Lost |",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    order = {"transform": 0, "count": 1}
+    for key, r in sorted(
+        runs.items(), key=lambda kv: (order.get(kv[1]["pipeline"], 9), kv[1]["engine"] != "spark", kv[0])
+    ):
+        lines.append(
+            f"| {r['pipeline']} | {ENGINE_LABELS[r['engine']]} | {key.rsplit('/', 1)[1]} | {_cell(r['resume_s'])} | "
+            f"{_cell(r['downtime_s'])} | {_cell(r['back_to_real_time_s'])} | {r['replayed']:,} | {r['lost']} |"
+        )
+    lines += [
+        "",
+        "Resume: from the restart to its first output; downtime: the same from the kill; real time again: from the "
+        "restart to the first output under 100 ms; replayed: outputs written a second time (the count: an update a "
+        "user already had).",
+        "",
+        *_runs_record(runs),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def capacity_markdown(result: dict) -> str:
+    """The rate steps (`bench.py engines --capacity`): each engine's verdict at each rate, and the highest kept."""
+    from rtm_lab.benchmarks import engine_capacity
+
+    steps = result.get("capacity", {})
+    lines = [generated_note("python scripts/tables.py engines-capacity"), ""]
+    if not steps:
+        return "\n".join([*lines, "No capacity run yet: `python scripts/bench.py engines --capacity`.", ""])
+    lines += [
+        "| Pipeline | Engine | Events/s | Generator reached | Last 10 s p98 ms | p99 ms | CPU s / M ev. | Verdict |",
+        "|---|---|--:|--:|--:|--:|--:|---|",
+    ]
+    for key in [
+        k for p in engine_capacity.PIPELINES for e in ("spark", "flink") for k in engine_capacity.step_keys(e, p)
+    ]:
+        r = steps.get(key)
+        if r is None:
+            continue
+        p98 = r.get("tail_p98_ms")
+        lines.append(
+            f"| {r['pipeline']} | {ENGINE_LABELS[r['engine']]} | {r['rate']:,.0f} | {r['achieved_rate']:,.0f} | "
+            f"{'unanswered' if p98 == float('inf') else _cell(p98)} | {_cell(r.get('p99_ms'))} | "
+            f"{_cell(r.get('cpu_s_per_m_events'))} | {r['verdict']} |"
+        )
+    lines += [
+        "",
+        f"Kept up: the generator reached 98 % of the rate and 98 % of the last 10 s's events were answered within "
+        f"{engine_capacity.BOUNDED_LAG_MS:,} ms. Stepping stops at the first rate that is not kept up. "
+        f"{engine_capacity.STEP_WARMUP_S:.0f} s warm-up then {engine_capacity.STEP_SECONDS:.0f} s per step, tuned "
+        "settings.",
+        "",
+        *_runs_record(steps),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def run_lines(result: dict) -> list[str]:
     s = result.get("settings", {})
     if not result["runs"]:
@@ -188,5 +273,9 @@ def write(result: dict, json_path: Path) -> Path:
     """The table (.md beside the JSON) and the plot; the JSON is written run by run by the benchmark itself."""
     md = json_path.with_suffix(".md")
     md.write_text(markdown(result))
+    if result.get("recovery"):
+        json_path.with_name(json_path.stem + "-recovery.md").write_text(recovery_markdown(result))
+    if result.get("capacity"):
+        json_path.with_name(json_path.stem + "-capacity.md").write_text(capacity_markdown(result))
     plot(result, plot_path(json_path))
     return md

@@ -1,7 +1,12 @@
-"""The query the live monitoring tests pause: the quick-start pipeline in a process of its own (so SIGSTOP stops its
+"""The query the live monitoring tests run: the quick-start pipeline in a process of its own (so SIGSTOP stops its
 whole driver, Python and JVM), with the monitoring snippet's listener exporting batch-end gauges on a port.
 
-    python driver.py BOOTSTRAP SOURCE SINK CHECKPOINT METRICS_PORT
+    python driver.py BOOTSTRAP SOURCE SINK CHECKPOINT METRICS_PORT [INTERVAL_S [UI_PORT]]
+
+INTERVAL_S is the real-time interval in seconds (default 300, the recommended 5 minutes). With UI_PORT, Spark's UI
+listens there with its own metrics for Prometheus switched on, as the monitoring page shows: the executors'
+(`spark.ui.prometheus.enabled`), the metrics system's `PrometheusServlet` sink, and the query's own source
+(`spark.sql.streaming.metricsEnabled`).
 """
 
 import sys
@@ -9,16 +14,17 @@ import sys
 from prometheus_client import start_http_server
 
 from rtm_lab.spark import spark_session
-from snippets.guides.monitoring import ProgressGauges
+from snippets.guides.monitoring import ProgressGauges, spark_metrics_conf
 from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL, start_pipeline
 
-INTERVAL_S = 300
-assert REAL_TIME_INTERVAL == "5 minutes"  # the listener's interval gauge says the same
+assert REAL_TIME_INTERVAL == "5 minutes"
 
 bootstrap, source, sink, checkpoint, port = sys.argv[1:6]
+interval_s = int(sys.argv[6]) if len(sys.argv) > 6 else 300
+conf = spark_metrics_conf(int(sys.argv[7])) if len(sys.argv) > 7 else {}
 start_http_server(int(port), addr="127.0.0.1")
-spark = spark_session("monitoring-driver", slots=2)
-spark.streams.addListener(ProgressGauges(interval_s=INTERVAL_S))
-query = start_pipeline(spark, bootstrap, source, sink, checkpoint)
+spark = spark_session("monitoring-driver", slots=2, conf=conf)
+spark.streams.addListener(ProgressGauges(interval_s=interval_s))
+query = start_pipeline(spark, bootstrap, source, sink, checkpoint, f"{interval_s} seconds")
 print("STARTED", query.id, flush=True)
 query.awaitTermination()
