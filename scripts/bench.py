@@ -18,7 +18,11 @@ BENCHMARKS = (
     ("latency", bench_latency, "micro-batch vs async progress tracking vs real-time mode, Kafka -> Kafka"),
     ("sink", bench_sink, "Kafka -> real-time mode -> foreach -> Postgres: throughput, E2E latency, reconciliation"),
     ("settings", bench_settings, "settings tried against the batch-boundary stall at the 5 s worst case"),
-    ("engines", bench_engines, "real-time mode against Flink: the guide's four pipelines, latency, CPU and memory"),
+    (
+        "engines",
+        bench_engines,
+        "real-time mode against Flink: the guide's four pipelines, latency, CPU and memory; --recovery, --capacity",
+    ),
     (
         "monitor",
         bench_monitor,

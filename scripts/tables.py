@@ -120,6 +120,12 @@ TABLES = {
     ),
     "stall-5s": Table("stall-5s.md", _stall_5s),
     "engines": Table("engines.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report")),
+    "engines-recovery": Table(
+        "engines-recovery.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "recovery_markdown")
+    ),
+    "engines-capacity": Table(
+        "engines-capacity.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "capacity_markdown")
+    ),
     "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
 }

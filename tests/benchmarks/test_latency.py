@@ -109,7 +109,7 @@ def test_a_shorter_streaming_shuffle_wait_cuts_the_stateful_real_time_median(lab
                 "--pipeline",
                 "ad_attribution",
             ),
-            *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "10", "--warmup", "2"),
+            *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "6", "--warmup", "2"),
             *("--interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
         ]
         done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)

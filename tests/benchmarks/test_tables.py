@@ -23,6 +23,9 @@ def test_every_generated_table_is_current():
         "version-matrix.md",
         "stall-5s.md",
         "engines.md",
+        "engines-recovery.md",
+        "engines-capacity.md",
+        "monitor-cost.md",
     ):
         assert f"/docs/results/{table} is up to date" in result.stdout, result.stdout
 

@@ -39,6 +39,9 @@ RULES = PROJECT_ROOT / "snippets" / "guides" / "rtm-alerts.yml"
 RECORDING = PROJECT_ROOT / "snippets" / "guides" / "rtm-recording.yml"
 DASHBOARD = PROJECT_ROOT / "snippets" / "guides" / "rtm-dashboard.json"
 MONITOR = PROJECT_ROOT / "snippets" / "guides" / "monitoring.py"
+SCRAPE = PROJECT_ROOT / "snippets" / "guides" / "rtm-prometheus.yml"
+# Spark's two Prometheus endpoints on the driver's UI port (spark_metrics_conf switches both on).
+SPARK_ENDPOINTS = {"servlet": "/metrics/prometheus", "executors": "/metrics/executors/prometheus"}
 
 WARMUP_EVENTS = 200  # sent and read back before the monitor starts: a new JVM's first records are slow
 RATE = 200  # events/s while measured
@@ -60,6 +63,16 @@ def test_the_alert_rules_pass_their_promtool_unit_tests():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def test_the_scrape_config_and_the_rule_files_it_loads_pass_promtool_check():
+    result = subprocess.run([prometheus.promtool(), "check", "config", SCRAPE], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 2 rule files found" in result.stdout + result.stderr, result.stdout + result.stderr
+    # Its Spark jobs read the paths the live test scrapes, and the servlet's path is the one spark_metrics_conf sets.
+    paths = {job.get("metrics_path") for job in yaml.safe_load(SCRAPE.read_text())["scrape_configs"]}
+    assert set(SPARK_ENDPOINTS.values()) <= paths
+    assert monitoring.spark_metrics_conf()["spark.metrics.conf.*.sink.prometheusServlet.path"] in paths
 
 
 def test_the_recording_rules_pass_promtool_check():
@@ -468,7 +481,6 @@ def test_a_monitor_started_before_the_sink_topic_exists_waits_for_it(lab, kafka_
 
 SHORT_INTERVAL_S = 10
 SCRAPE_S = 1.0  # the lab Prometheus's scrape interval (rtm_lab.monitoring.prometheus.SCRAPE_INTERVAL)
-SPARK_ENDPOINTS = {"servlet": "/metrics/prometheus", "executors": "/metrics/executors/prometheus"}
 
 
 @pytest.fixture(scope="module")

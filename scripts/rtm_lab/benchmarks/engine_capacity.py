@@ -10,7 +10,7 @@ not keep up with, or at which the generator itself falls short (then the machine
 from rtm_lab.benchmarks import engine_run, run_record
 
 PIPELINES = ("transform", "count")  # the pipelines 1 and 2
-STEPS = (5000, 10000, 20000, 40000)
+STEPS = (5000, 10000, 20000, 40000, 80000)
 STEP_SECONDS = 30.0
 STEP_WARMUP_S = 5.0
 BOUNDED_LAG_MS = 2000

@@ -9,6 +9,7 @@ the record of every run (machine, load, versions, command).
 import statistics
 from pathlib import Path
 
+from rtm_lab import versions
 from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import generated_note
 
@@ -121,6 +122,7 @@ def _runs_record(runs: dict) -> list[str]:
     return [
         f"- Runs: {len(runs)}, each with its own record in the JSON; 1-minute load average at their starts "
         f"{min(loads):.2f}-{max(loads):.2f}",
+        f"- Flink {versions.FLINK_VERSION} with `flink-sql-connector-kafka` {versions.FLINK_KAFKA_CONNECTOR_VERSION}",
         *(line for line in record_lines(latest) if not line.startswith("- Load average")),
     ]
 
@@ -183,6 +185,19 @@ def capacity_markdown(result: dict) -> str:
             f"{'unanswered' if p98 == float('inf') else _cell(p98)} | {_cell(r.get('p99_ms'))} | "
             f"{_cell(r.get('cpu_s_per_m_events'))} | {r['verdict']} |"
         )
+    highest = []
+    for pipeline in engine_capacity.PIPELINES:
+        for engine in ("spark", "flink"):
+            mine = [steps[k] for k in engine_capacity.step_keys(engine, pipeline) if k in steps]
+            if mine:
+                top = engine_capacity.highest_kept(mine)
+                last = mine[-1]
+                if last["verdict"] != "kept up":
+                    tail = f" ({last['verdict']} at {last['rate']:,.0f})"
+                else:
+                    tail = " or more (the highest step)" if last["rate"] == engine_capacity.STEPS[-1] else ""
+                highest.append(f"{pipeline}, {ENGINE_LABELS[engine]}: {'-' if top is None else f'{top:,.0f}'}{tail}")
+    lines += ["", "Highest rate kept up with: " + "; ".join(highest) + "."]
     lines += [
         "",
         f"Kept up: the generator reached 98 % of the rate and 98 % of the last 10 s's events were answered within "
