@@ -44,7 +44,12 @@ def main() -> None:
     plans.wait_for_real_time_scan(query, timeout_s=90)
     print("READY", flush=True)
     closed = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+
+    def close_on_eof() -> None:
+        sys.stdin.read()
+        closed.set()
+
+    threading.Thread(target=close_on_eof, daemon=True).start()
     closed.wait(args.timeout)
     query.stop()
     spark.stop()

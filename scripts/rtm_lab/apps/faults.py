@@ -91,9 +91,10 @@ class RecordingSink(PostgresSink):
         super().close(error)
 
     def _backend_pid(self) -> int:
-        if getattr(self, "conn", None) is None:
+        conn = getattr(self, "conn", None)
+        if conn is None:
             return -1
-        return self.conn.get_backend_pid()
+        return conn.get_backend_pid()
 
     def _record(self, line: str) -> None:
         _append(self.log_path, line)

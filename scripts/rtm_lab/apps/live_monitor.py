@@ -8,6 +8,8 @@ Prometheus for the p99 over the last 30 s, the figure a dashboard would show at 
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
+from pathlib import Path
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import start_http_server
 
@@ -24,8 +26,8 @@ P99_ALL = f'histogram_quantile(0.99, sum by (le) (rtm_output_latency_seconds_buc
 @dataclass
 class LiveMonitor:
     prom_port: int
-    server: object
-    targets: object
+    server: WSGIServer
+    targets: Path | None  # the Prometheus target file, once written
     stop_event: threading.Event = field(default_factory=threading.Event)
 
     def _value(self, promql: str) -> float | None:
@@ -52,7 +54,8 @@ class LiveMonitor:
 
     def stop(self) -> None:
         self.stop_event.set()
-        prometheus.remove_file(self.targets)
+        if self.targets is not None:
+            prometheus.remove_file(self.targets)
         self.server.shutdown()
 
 

@@ -142,6 +142,7 @@ class Driver:
 
     def kill(self) -> float:
         """SIGKILL the driver's whole process group: no shutdown hook, no final commit. Returns when it happened."""
+        assert self.pid is not None, "kill() before start()"
         killed_at = time.time()
         os.killpg(self.pid, signal.SIGKILL)
         wait_until(lambda: not self.alive(), 15, "the killed driver to exit", 0.1)

@@ -62,7 +62,9 @@ class Batch:
 
     @classmethod
     def from_progress(cls, progress: dict) -> "Batch":
-        return cls(int(progress["batchId"]), epoch_ms(progress["timestamp"]), dict(progress.get("durationMs") or {}))
+        start_ms = epoch_ms(progress["timestamp"])
+        assert start_ms is not None  # every progress event has a timestamp
+        return cls(int(progress["batchId"]), start_ms, dict(progress.get("durationMs") or {}))
 
 
 def normal_gap_ms(out_ts: Sequence[int]) -> float | None:
@@ -87,12 +89,12 @@ def longest_gap(out_ts: Sequence[int], lo: float, hi: float) -> tuple[int, int] 
 
 def breakdown(moments: dict[str, int | None]) -> list[dict]:
     """Consecutive segments between the known moments, in path order; a missing moment merges its neighbours."""
-    known = [name for name in MOMENTS if moments.get(name) is not None]
+    known = {name: ms for name in MOMENTS if (ms := moments.get(name)) is not None}
     segments = []
     for start, end in itertools.pairwise(known):
         names = MOMENTS[MOMENTS.index(start) : MOMENTS.index(end) + 1]
         label = " + ".join(SEGMENTS[pair] for pair in itertools.pairwise(names))
-        segments.append({"from": start, "to": end, "what": label, "ms": moments[end] - moments[start]})
+        segments.append({"from": start, "to": end, "what": label, "ms": known[end] - known[start]})
     return segments
 
 

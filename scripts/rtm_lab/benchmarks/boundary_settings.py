@@ -12,6 +12,7 @@ import argparse
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import interval_sweep
@@ -74,7 +75,7 @@ def main(args: argparse.Namespace, command: str) -> int:
     rate, seconds, warmup = args.rate or preset["rate"], args.seconds or preset["seconds"], preset["warmup"]
     chosen = [BY_NAME[n] for n in args.setting] if args.setting else list(SETTINGS)
     with run_record.on_the_lab(command) as (record, state):
-        done = []
+        done: list[dict[str, Any]] = []
         total = args.repeat * len(chosen)
         try:
             for i in range(args.repeat):

@@ -38,7 +38,7 @@ LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 FLINK_PROGRAM = PROJECT_ROOT / "snippets" / "guides" / "rtm_or_flink_flink.py"
 # Each engine tuned for latency (the same 5 ms on both sides of the trade: how long a buffer waits to fill before it
 # is sent on), and at its defaults (Flink's 100 ms buffer timeout, Spark's 50 ms streaming shuffle wait).
-PROFILES = {
+PROFILES: dict[str, dict[str, dict[str, str]]] = {
     "tuned": {
         "spark": {"spark.shuffle.streaming.networkBufferMaxWaitTimeMs": "5"},
         "flink": {"execution.buffer-timeout.interval": "5 ms"},
@@ -252,12 +252,12 @@ def run(
         sink_records = topics.read_all(bootstrap, sink, last_total, timeout_s=120)
         measured = engine_output.measure(pipeline, source_records, sink_records, lambda v: v["id"], kept)
         warmup_ids = int(rate * warmup)
-        steady = [ms for seq, ms in measured.latencies if seq >= warmup_ids]
+        steady: list[float] = [ms for seq, ms in measured.latencies if seq >= warmup_ids]
         summary = percentiles.summarize(steady)
         # The last TAIL_S seconds' events, for the capacity steps: an engine that keeps up answers them as fast as the
         # rest; one falling behind answers them later and later, or not within the drain (counted as unanswered).
         tail_from = int(rate * max(warmup + seconds - TAIL_S, 0))
-        tail = [ms for seq, ms in measured.latencies if seq >= tail_from]
+        tail: list[float] = [ms for seq, ms in measured.latencies if seq >= tail_from]
         tail_sent = sum(1 for s in range(tail_from, stats.sent) if _answered_by_id(pipeline, s, tail_from))
         cpu_s = cpu_end - cpu_start
         result = {

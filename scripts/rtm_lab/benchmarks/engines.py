@@ -17,16 +17,17 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from rtm_lab import cli, versions
 from rtm_lab.benchmarks import engine_run, engines_report, run_record
 from rtm_lab.benchmarks.engine_run import ENGINES, PIPELINES
 
 DEFAULT_JSON = Path("docs/results/engines.json")
-FULL = {"rates": [1000, 10000], "seconds": 60.0, "warmup": 5.0, "repeat": 3, "default_rate": 10000}
+FULL: dict[str, Any] = {"rates": [1000, 10000], "seconds": 60.0, "warmup": 5.0, "repeat": 3, "default_rate": 10000}
 # The smoke run `make test` makes: one pipeline on both engines (the four pipelines' outputs are compared in
 # tests/guides/test_rtm_or_flink.py, the pairing of each in this benchmark's unit tests).
-QUICK = {"rates": [1000], "seconds": 6.0, "warmup": 3.0, "repeat": 1, "pipelines": ["transform"]}
+QUICK: dict[str, Any] = {"rates": [1000], "seconds": 6.0, "warmup": 3.0, "repeat": 1, "pipelines": ["transform"]}
 
 
 def run_id(engine: str, pipeline: str, rate: float, profile: str, repeat: int) -> str:

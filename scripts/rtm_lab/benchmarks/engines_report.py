@@ -45,6 +45,7 @@ def spread_cell(runs: list[dict], name: str) -> str:
     median, low, high = spread(runs, name)
     if median is None:
         return "-"
+    assert low is not None and high is not None  # spread() gives all three or none
     if len(runs) == 1 or low == high:
         return _num(median)
     return f"{_num(median)} ({_num(low)}-{_num(high)})"
@@ -52,7 +53,7 @@ def spread_cell(runs: list[dict], name: str) -> str:
 
 def disagreements(result: dict) -> list[str]:
     """Cells where the two engines' outputs differ for the same input (same rate and duration): must be none."""
-    digests: dict[float, dict[str, set]] = {}
+    digests: dict[tuple[str, float], dict[str, set[str]]] = {}
     for run in result["runs"].values():
         digests.setdefault((run["pipeline"], run["rate"]), {}).setdefault(run["engine"], set()).add(run["digest"])
     return [

@@ -12,6 +12,7 @@ import argparse
 import math
 import statistics
 import sys
+from typing import Any
 
 from rtm_lab import cli
 from rtm_lab.benchmarks.boundaries import segment_medians
@@ -101,9 +102,11 @@ def run_seconds(interval: str, seconds: float, warmup: float, max_seconds: float
     return min(max_seconds, max(seconds, interval_ms(interval) / 1000 + warmup + MARGIN_S))
 
 
-def plan(modes: list[str], intervals: list[str], repeat: int, seconds: float, warmup: float, max_seconds: float):
+def plan(
+    modes: list[str], intervals: list[str], repeat: int, seconds: float, warmup: float, max_seconds: float
+) -> list[tuple[int, str, str | None, float]]:
     """[(repeat, mode, interval or None, production seconds)] in the order they run."""
-    runs = []
+    runs: list[tuple[int, str, str | None, float]] = []
     for i in range(repeat):
         runs += [(i, mode, None, seconds) for mode in modes if mode != "realtime"]
         if "realtime" in modes:
@@ -168,7 +171,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
     estimate = sum(s + OVERHEAD_S for *_, s in runs) / 60
     print(f"interval sweep: {len(runs)} runs at {rate:,.0f} events/s, about {estimate:.0f} minutes", flush=True)
     with run_record.on_the_lab(command) as (record, state):
-        done = []
+        done: list[dict[str, Any]] = []
         try:
             for n, (i, mode, interval, secs) in enumerate(runs, 1):
                 label = f"{mode}" + (f' realTime="{interval}"' if interval else "")

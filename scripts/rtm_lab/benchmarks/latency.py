@@ -10,6 +10,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import interval_sweep
@@ -27,10 +28,10 @@ from rtm_lab.benchmarks.latency_child import (
 )
 from rtm_lab.benchmarks.latency_report import TRIGGERS
 
-QUICK = {"rates": [1000], "seconds": 8.0, "warmup": 3.0}
-FULL = {"rates": [2000, 1000, 10000], "seconds": 60.0, "warmup": 5.0}
+QUICK: dict[str, Any] = {"rates": [1000], "seconds": 8.0, "warmup": 3.0}
+FULL: dict[str, Any] = {"rates": [2000, 1000, 10000], "seconds": 60.0, "warmup": 5.0}
 # The ad pipeline's full run: the rates the guide's targets name, each mode long enough for the state to level off.
-AD_FULL = {"rates": [1000, 5000], "seconds": 60.0, "warmup": 5.0}
+AD_FULL: dict[str, Any] = {"rates": [1000, 5000], "seconds": 60.0, "warmup": 5.0}
 
 
 # Figures a repeated row gives as median and range over its runs (the interval sweep's FIGURES, plus the tail's causes).

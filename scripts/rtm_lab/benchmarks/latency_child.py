@@ -22,7 +22,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rtm_lab import cli, plans
 from rtm_lab.waiting import WaitTimeout, wait_until
@@ -328,7 +330,7 @@ def run_mode(
         measured = [(event_id, ms) for event_id, ms in reader.samples if event_id >= 0]
         steady_samples = [(event_id, ms) for event_id, ms in measured if event_id >= warmup_ids]
         steady = [ms for _, ms in steady_samples]
-        result = percentiles.summarize(steady)
+        result: dict[str, Any] = percentiles.summarize(steady)
         result.update(
             missing=expected - delivered(),
             sent=stats.sent,
@@ -447,7 +449,7 @@ def run_child(
     warmup: float,
     cfg: dict,
     trace_dir,
-    extra: tuple = (),
+    extra: Sequence[str] = (),
     gc_log: str | None = None,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-lat-") as tmp:

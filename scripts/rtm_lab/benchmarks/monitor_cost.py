@@ -11,14 +11,15 @@ the same percentiles of the records the benchmark read, and whether each pair fa
 import argparse
 import json
 import sys
+from typing import Any
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import interval_sweep, run_record
 from rtm_lab.benchmarks.latency_child import run_child, settings
 from rtm_lab.generated import generated_note
 
-DEFAULTS = {"rate": 2000.0, "seconds": 60.0, "warmup": 5.0, "repeat": 3}
-QUICK = {"rate": 500.0, "seconds": 6.0, "warmup": 2.0, "repeat": 1}
+DEFAULTS: dict[str, Any] = {"rate": 2000.0, "seconds": 60.0, "warmup": 5.0, "repeat": 3}
+QUICK: dict[str, Any] = {"rate": 500.0, "seconds": 6.0, "warmup": 2.0, "repeat": 1}
 FIGURES = ("p50_ms", "p99_ms", "p99.9_ms", "max_ms")
 
 
@@ -109,6 +110,7 @@ def main(args: argparse.Namespace, command: str) -> int:
     say = lambda line: print(line, flush=True)  # noqa: E731
     try:
         with run_record.on_the_lab(command, with_services={"prometheus"}) as (record, state):
+            assert state.prometheus.port is not None  # a running lab Prometheus always has its port recorded
             result = run(
                 state.kafka_bootstrap,
                 state.prometheus.port,

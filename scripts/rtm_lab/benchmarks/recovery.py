@@ -25,6 +25,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psycopg2
 from psycopg2 import sql
@@ -44,9 +45,9 @@ from rtm_lab.intervals import TEST_INTERVAL, interval_ms
 from rtm_lab.waiting import wait_until
 from snippets.guides.postgres_sink import SinkConfig, create_tables
 
-FULL = {"intervals": ["1 minute", "5 minutes"], "rate": 1000.0, "tail_s": 30.0}
+FULL: dict[str, Any] = {"intervals": ["1 minute", "5 minutes"], "rate": 1000.0, "tail_s": 30.0}
 # The smoke run (the test suite's) needs only a moment of normal running after the catch-up, not a stretch to read.
-QUICK = {"intervals": [TEST_INTERVAL], "rate": 200.0, "tail_s": 2.0}
+QUICK: dict[str, Any] = {"intervals": [TEST_INTERVAL], "rate": 200.0, "tail_s": 2.0}
 KILL_AT = 0.5
 PARTITIONS = 2
 SLOTS = PARTITIONS  # one task per source partition: the pipeline has no shuffle without --dedup

@@ -212,7 +212,7 @@ def run_scenario(
                 lag = max(0, expected - rows - dead_letters)
                 max_lag = max(max_lag, lag)
                 warming = settling is not None and not settling.done
-                ended = warming and settling.observe(now, lag)
+                ended = warming and settling is not None and settling.observe(now, lag)
                 if ended:
                     cut_ms, stop_at = time.time_ns() // 1_000_000, now + scenario.seconds
                 if now >= next_say or ended or not producer.is_alive():
@@ -223,6 +223,7 @@ def run_scenario(
                         + ("  (warm-up)" if warming else "")
                     )
                 if ended:
+                    assert settling is not None  # only a settle rule ends the warm-up
                     say(f"  JVM warm-up {settling.summary()}; measuring {scenario.seconds:g} s from here")
         if "stats" not in result:
             raise LabError("The generator failed; see the error above.")
@@ -282,7 +283,7 @@ def run_scenario(
         if settling is not None:
             warm = percentiles.summarize(sink_check.e2e_latencies_ms(dsn, schema, TABLE, until_created_ms=cut_ms))
             run["warmup"] = {
-                "rule": asdict(settle),
+                "rule": asdict(settling.rule),  # the `settle` rule it was made with
                 "settled": settling.settled_at is not None,
                 "seconds": round(settling.seconds, 1),
                 "worst_behind_rows": settling.worst_behind,

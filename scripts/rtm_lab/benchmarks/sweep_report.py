@@ -211,6 +211,7 @@ def plot(result: dict, path: Path) -> None:
 
     real = [r for r in result["rows"] if r["mode"] == "realtime"]
     fig, axes = plt.subplots(len(real) + 1, 1, figsize=(10, 2.4 * len(real) + 4.2), squeeze=False)
+    color: str | None  # an interval's colour here; below, a trigger mode's, which COLORS may not have
     for ax, row, color in zip(axes[:, 0], real, INTERVAL_COLORS * 4, strict=False):
         run, t = _representative(row), _representative(row).get("timeline") or {}
         if t.get("t_s"):

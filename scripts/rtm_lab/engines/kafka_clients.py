@@ -16,13 +16,19 @@ def spark_kafka_clients() -> str:
     (clients,) = [p for p in jars.ensure("spark-kafka-connector", quiet=True) if p.name.startswith("kafka-clients-")]
     with zipfile.ZipFile(clients) as jar:
         text = jar.read("kafka/kafka-version.properties").decode()
-    return re.search(r"^version=(\S+)$", text, flags=re.M)[1]
+    return _group(re.search(r"^version=(\S+)$", text, flags=re.M), "kafka-version.properties")
 
 
 def flink_kafka_clients() -> str:
     with zipfile.ZipFile(flink.connector_jar()) as jar:
         text = jar.read("META-INF/DEPENDENCIES").decode()
-    return re.search(r"org\.apache\.kafka:kafka-clients:jar:(\S+)", text)[1]
+    return _group(re.search(r"org\.apache\.kafka:kafka-clients:jar:(\S+)", text), "META-INF/DEPENDENCIES")
+
+
+def _group(match: re.Match[str] | None, where: str) -> str:
+    if match is None:
+        raise ValueError(f"no kafka-clients version in the jar's {where}")
+    return match[1]
 
 
 def versions() -> dict[str, str]:

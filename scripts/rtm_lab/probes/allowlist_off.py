@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -46,7 +47,9 @@ WRONG_AFTER_S = 15.0
 SETTLE_S = 1.0
 
 
-SIX = tuple({"id": i % 3, "k": f"k{i % 3 % 2}"} for i in range(6))  # ids 0, 1, 2, each twice
+SIX: tuple[dict[str, Any], ...] = tuple(
+    {"id": i % 3, "k": f"k{i % 3 % 2}"} for i in range(6)
+)  # ids 0, 1, 2, each twice
 SIX_SORTED = sorted(SIX, key=json.dumps)
 
 
@@ -114,6 +117,7 @@ class _Probe(Probe):
 
 def _kafka_values(run: Run) -> list:
     """The sink topic's JSON values, sorted (the order across partitions means nothing)."""
+    assert run.probe.sink_topic is not None  # the case's start() wrote to `run.probe.sink()`
     records = topics.read_all(run.probe.bootstrap, run.probe.sink_topic, expected=10**6, timeout_s=1.0)
     return sorted((json.loads(r.value) for r in records), key=json.dumps)
 
@@ -145,7 +149,8 @@ def _python_udf(run: Run) -> StreamingQuery:
 
 
 def _pandas_udf(run: Run) -> StreamingQuery:
-    @F.pandas_udf("string")
+    # PySpark's stubs have no overload for a return type alone (the UDF type inferred), which PySpark takes.
+    @F.pandas_udf("string")  # type: ignore[call-overload]
     def shout(s):
         return s.str.upper() + "!"
 
@@ -297,6 +302,7 @@ def observe(case: OffCase, spark: SparkSession, bootstrap: str, workdir: Path, s
 
 def _watch(case: OffCase, run: Run, stall_s: float) -> Answer:
     query, fed = run.query, False
+    assert query is not None  # observe() started it
     seen: list = []
     first_output: float | None = None
 

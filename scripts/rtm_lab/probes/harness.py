@@ -90,7 +90,8 @@ class Probe:
         return (
             df.writeStream.option("checkpointLocation", self.checkpoint)
             .outputMode("update")
-            .trigger(realTime=TEST_INTERVAL)
+            # PySpark's `trigger()` overloads omit `realTime=`, which the implementation takes (PySpark 4.2+).
+            .trigger(realTime=TEST_INTERVAL)  # type: ignore[call-overload]
         )
 
     def to_kafka(self, df: DataFrame) -> StreamingQuery:
@@ -150,12 +151,16 @@ def probe(start: Callable[[Probe], StreamingQuery], probe_: Probe, timeout_s: fl
     def settled() -> Outcome | None:
         nonlocal fed
         try:
-            query.awaitTermination(0.5)
+            query.awaitTermination(0.5)  # type: ignore[arg-type]  # annotated int seconds, takes a float
         except Exception as exc:
             return Outcome(AT_RUN_TIME, error_class(exc), message=str(exc))
         if not query.isActive:
-            exc = plans.failure(query)
-            return Outcome(AT_RUN_TIME, error_class(exc), message=str(exc)) if exc else Outcome("stopped by itself")
+            failed = plans.failure(query)
+            return (
+                Outcome(AT_RUN_TIME, error_class(failed), message=str(failed))
+                if failed
+                else Outcome("stopped by itself")
+            )
         # Rows go in only once the real-time scan is planned: rows present before the start are read by the
         # first batch, which a real-time query may hold back until that batch ends.
         if not fed and _real_time_scan_planned(query):

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql.streaming import StreamingQuery
 
@@ -198,7 +199,7 @@ def main() -> int:
                         r.cleanup()
             seen[start] = report, observed
         report, observed = seen[start]
-        row = {"case": name, "checker": list(report.verdict), "spark": [observed.kind, observed.error]}
+        row: dict[str, Any] = {"case": name, "checker": list(report.verdict), "spark": [observed.kind, observed.error]}
         rows.append({**row, "agree": agrees(report, observed)})
         print(("agree   " if row["checker"] == row["spark"] else "DISAGREE"), name, row["checker"], file=sys.stderr)
     spark.stop()

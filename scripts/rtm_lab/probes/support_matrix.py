@@ -239,7 +239,8 @@ def _python_udf_pickled(p: Probe) -> StreamingQuery:
 
 
 def _pandas_udf(p: Probe) -> StreamingQuery:
-    @F.pandas_udf("string")
+    # PySpark's stubs have no overload for a return type alone (the UDF type inferred), which PySpark takes.
+    @F.pandas_udf("string")  # type: ignore[call-overload]
     def shout(s):
         return s.str.upper() + "!"
 

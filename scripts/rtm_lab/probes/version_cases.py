@@ -112,12 +112,12 @@ class VersionCase:
     id: str
     title: str
     start: Callable[[Probe], StreamingQuery] | None = None  # a query case
-    setting: Callable[[SparkSession], str] | None = None  # or a value the session reports
+    setting: Callable[[SparkSession], str | None] | None = None  # or a value the session reports
     py4j_on_4_1: bool = False  # support-matrix cases: run with the py4j trigger where the keyword is missing
     restart: bool = False  # an rtm_lab.probes.allowlist_off restart case: run twice on one checkpoint, output checked
 
 
-def _conf(key: str) -> Callable[[SparkSession], str]:
+def _conf(key: str) -> Callable[[SparkSession], str | None]:
     return lambda spark: spark.conf.get(key)
 
 
@@ -215,6 +215,7 @@ def run_case(case: VersionCase, spark: SparkSession, bootstrap: str, workdir: Pa
             "names": _named_classes(message),
             "trigger": "py4j" if py4j else "as written",
         }
+    assert case.start is not None  # a case is a setting, a restart case or a query case
     runner = (Py4jProbe if py4j else Probe)(spark, bootstrap, workdir)
     try:
         outcome: Outcome = probe(case.start, runner, timeout_s=90)

@@ -162,10 +162,11 @@ def expand_includes(root: Path, text: str, where: str) -> str:
         if fence:
             close = _closing_fence(lines, index, fence)
             body = lines[index + 1 : close]
-            specs = [INCLUDE.match(b) for b in body if b.strip()]
+            lines_in = [b for b in body if b.strip()]
+            specs = [m for m in (INCLUDE.match(b) for b in lines_in) if m is not None]
             indent = fence["indent"]
             info = fence["info"].strip()
-            if specs and all(specs):
+            if specs and len(specs) == len(lines_in):
                 out.append(indent + SOURCE_NOTE.format(spec=", ".join(m["spec"] for m in specs)))
                 out.append(indent + fence["fence"] + _language(info))
                 for match in specs:
@@ -222,8 +223,8 @@ def flatten_blocks(text: str) -> str:
             index = close + 1
             continue
         admonition, tab = ADMONITION.match(line), TAB.match(line)
-        if admonition or tab:
-            head = admonition or tab
+        head = admonition or tab
+        if head is not None:
             indent = head["indent"]
             body, index = _indented_body(lines, index + 1, len(indent) + 4)
             inner = flatten_blocks("\n".join(body)).splitlines()
@@ -233,7 +234,7 @@ def flatten_blocks(text: str) -> str:
                 quoted += ["", *inner] if inner else []
                 out.extend(indent + ("> " + q if q else ">") for q in quoted)
             else:
-                out.append(f"{indent}**{tab['label']}**")
+                out.append(f"{indent}**{head['label']}**")
                 out.append("")
                 out.extend((indent + q if q else q) for q in inner)
             out.append("")
@@ -245,7 +246,8 @@ def flatten_blocks(text: str) -> str:
 
 def squeeze_blank_lines(text: str) -> str:
     """At most one blank line in a row outside fenced code; code keeps its blank lines exactly."""
-    lines, out = text.splitlines(), []
+    lines = text.splitlines()
+    out: list[str] = []
     for line, code in zip(lines, in_code(lines), strict=True):
         if not code and not line.strip() and out and not out[-1].strip():
             continue

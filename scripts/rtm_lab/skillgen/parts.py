@@ -86,10 +86,10 @@ def split_page(page: Page) -> list[Part]:
         meta = declared[name]
         if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("title", "description")):
             raise RenderError(f"{page.path}: skill_references.{name} needs a `title` and a `description` (text).")
-        text = "\n".join(body)
-        if not re.search(r"^# ", text, re.M):
-            text = f"# {meta['title']}\n\n{text}"
-        parts.append(Part(name, meta["title"].strip(), " ".join(meta["description"].split()), text, page))
+        joined = "\n".join(body)
+        if not re.search(r"^# ", joined, re.M):
+            joined = f"# {meta['title']}\n\n{joined}"
+        parts.append(Part(name, meta["title"].strip(), " ".join(meta["description"].split()), joined, page))
     unused = set(declared) - set(chunks)
     if unused:
         raise RenderError(f"{page.path}: skill_references declares {', '.join(sorted(unused))} but no marker uses it.")

@@ -56,6 +56,11 @@ class Rendered:
     notes: list[str]  # what the renderer left out and why (e.g. a routing row whose page does not exist yet)
 
 
+def _unlink(line: str, gone: set[str]) -> str:
+    """The line with its links to the `gone` reference files turned into their plain text."""
+    return MISSING_LINK.sub(lambda m: m["text"] if m["file"] in gone else m[0], line)
+
+
 def yaml_string(value: str) -> str:
     # A JSON string is a valid YAML double-quoted scalar: colons, hashes and leading symbols stay text.
     return json.dumps(value, ensure_ascii=False)
@@ -123,7 +128,7 @@ def replace_assets(body: str, page: Page) -> str:
         close = _closing_fence(lines, index, fence)
         inner = [line.strip() for line in lines[index + 1 : close] if line.strip()]
         spec = inner[0][len('--8<-- "') : -1] if len(inner) == 1 and inner[0].startswith('--8<-- "') else None
-        if spec in assets:
+        if spec is not None and spec in assets:
             name = spec.rsplit("/", 1)[-1]
             out.append(f"The complete source is the skill file [{name}](../{asset_path(spec)}).")
         else:
@@ -166,7 +171,7 @@ def render_skill_md(root: Path, name: str, meta: dict, body: str, parts: list[Pa
             continue
         if missing:
             notes.append(f"{template}: unlinked references/{', '.join(missing)} in a sentence (no such page yet)")
-            line = MISSING_LINK.sub(lambda m, gone=tuple(missing): m["text"] if m["file"] in gone else m[0], line)
+            line = _unlink(line, set(missing))
         kept.append(line)
     body = "\n".join(kept).replace(REFERENCES_PLACEHOLDER, references_table(parts))
     body = answers.expand(body, template)
@@ -177,7 +182,7 @@ def render_skill_md(root: Path, name: str, meta: dict, body: str, parts: list[Pa
     targets = {folder / "references" / f"{p.name}.md": f"references/{p.name}.md" for p in parts}
     # Files the skill bundles (the quick start) are linked by their place in the skill folder too.
     targets |= {folder / target: target for target in BUNDLED_SCRIPTS}
-    anchor_targets = {
+    anchor_targets: dict[tuple[Path, str], str | None] = {
         (folder / "references" / f"{p.name}.md", anchor): f"references/{p.name}.md"
         for p in parts
         for anchor in anchors_of[p.name]
@@ -212,7 +217,7 @@ def render_skill(root: Path, name: str, notes: list[str]) -> tuple[dict, dict[st
     parts = source_parts(pages)
     bodies = {p.name: prepare(root, p) for p in parts}
     anchors_of = {p.name: anchors(bodies[p.name]) for p in parts}
-    targets = {}
+    targets: dict[Path, str] = {}
     for part in parts:
         # A page's link without an anchor goes to the page's own reference (its first part).
         targets.setdefault(part.page.path, f"{part.name}.md")
