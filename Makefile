@@ -37,11 +37,16 @@ lint: $(VENV)/.installed
 	$(PY) scripts/skills.py validate
 	$(PY) scripts/tables.py all --check
 
+# Two workers: most of a streaming test's time is waiting, so two share two cores well (tests/parallel.py says how they
+# share one lab). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
+PARALLEL := -n $(PYTEST_WORKERS)
+
 test: setup lint
-	$(PY) -m pytest
+	$(PY) -m pytest $(PARALLEL)
 
 test-fast: setup lint
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(PARALLEL) -m "not slow"
 
 # Not part of `make test`: it builds a venv per PySpark version and runs every case on each (tens of minutes). It
 # rewrites docs/results/version-matrix.{json,md}, which the tables check keeps in step.

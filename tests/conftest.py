@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import parallel
 import pytest
 import verified_by
 
@@ -23,8 +24,13 @@ keep_on_loopback()
 
 
 @pytest.fixture(scope="session")
-def lab() -> Iterator[LabState]:
+def lab(request) -> Iterator[LabState]:
     state, started = lab_module.up(log=lambda line: print(line))
+    if parallel.is_worker(request.config):
+        # The other worker may still be using it: the controller stops it once both are done.
+        parallel.record_started(request.config, started)
+        yield state
+        return
     yield state
     if started:
         lab_module.down(only=started, log=lambda line: print(line))
@@ -116,26 +122,63 @@ _outcomes: dict[str, str] = {}
 _collected: list[str] = []
 
 
+def pytest_configure(config) -> None:
+    parallel.configure(config)
+
+
+def pytest_unconfigure(config) -> None:
+    if parallel.is_controller(config):
+        started = parallel.started_by_workers()
+        if started:
+            lab_module.down(only=started, log=lambda line: print(line))
+    parallel.finish(config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    with parallel.turn(item):
+        return (yield)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids) -> None:
+    # Under xdist the controller collects nothing itself: every worker sends the same list, one is kept.
+    if not _collected:
+        _collected.extend(ids)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return None if config.getvalue("dist") == "each" else parallel.make_scheduler(config, log)
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
+    if parallel.is_worker(config):
+        parallel.order(items)
     _collected.extend(item.nodeid for item in items)
     # A test that needs the services says so by asking for them: `pytest -m "not lab"` runs the rest with nothing
     # started (fixtures that use `lab`, such as `spark` or `kafka_topic`, count too).
     for item in items:
         if "lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.lab)
+        if "set_role_password" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.alone)  # the lab's role changes password: no other test may connect then
 
 
 def pytest_runtest_logreport(report) -> None:
+    nodeid = report.nodeid
     if report.skipped:
-        _outcomes[report.nodeid] = verified_by.SKIPPED
+        _outcomes[nodeid] = verified_by.SKIPPED
     elif report.failed:
-        _outcomes[report.nodeid] = verified_by.FAILED
-    elif report.when == "call" and _outcomes.get(report.nodeid) is None:
-        _outcomes[report.nodeid] = verified_by.PASSED
+        _outcomes[nodeid] = verified_by.FAILED
+    elif report.when == "call" and _outcomes.get(nodeid) is None:
+        _outcomes[nodeid] = verified_by.PASSED
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
     config = session.config
+    if parallel.is_worker(config):
+        return  # a worker saw its share of the outcomes: the controller checks the whole run
     full = verified_by.is_full_run(
         list(config.args), config.rootpath, config.option.markexpr or "", config.option.keyword or ""
     )

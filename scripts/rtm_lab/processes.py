@@ -85,6 +85,19 @@ def find(marker: str) -> list[int]:
     return [pid for pid in pids if pid != os.getpid() and marker in arguments(pid) and is_alive(pid)]
 
 
+def exit_status(pid: int) -> str:
+    """How a child of this process ended, in words (a process that is not our child cannot be asked)."""
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return "exit status unknown: not a child of this process"
+    if done == 0:
+        return "still running"
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
 def spawn(
     cmd: list[str],
     log_path: Path,

@@ -800,7 +800,11 @@ def check_writer(
     if missing:
         moment, plan, report.complete = [], None, False
     else:
-        with tempfile.TemporaryDirectory(prefix="rtm-check-") as private:
+        # A stopped query's state-store maintenance may still be writing into the copy
+        # as it is removed: what is left behind is a temporary folder, not an error.
+        with tempfile.TemporaryDirectory(
+            prefix="rtm-check-", ignore_cleanup_errors=True
+        ) as private:
             copy = Path(private) / "checkpoint"
             if checkpoint and Path(checkpoint).is_dir():
                 shutil.copytree(checkpoint, copy)

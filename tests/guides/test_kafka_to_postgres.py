@@ -103,6 +103,7 @@ def restart_postgres(lab, sink_application: str) -> str:
     return "connections terminated"
 
 
+@pytest.mark.alone  # restarts the lab's Postgres
 def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_schema, checkpoint, stop_after):
     topic = kafka_topic(partitions=2)
     config = make_sink(lab, pg_schema, application_name=f"sink-{pg_schema}")

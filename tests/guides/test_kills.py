@@ -198,6 +198,7 @@ def test_driver_sigkill_mid_interval_resumes_from_checkpoint(lab, pipeline):
     )
 
 
+@pytest.mark.alone  # kills and restarts the lab's broker
 def test_kafka_broker_sigkill_mid_stream_loses_nothing(lab, pipeline):
     state = lab_module.status()
     if state.kafka.external:

@@ -572,8 +572,9 @@ def test_sparks_own_metrics_count_a_real_time_batch_only_when_it_ends(batches):
         assert after_commit(series, batches, 1) != inside[0], name
     # The query source's "latency" is how long the batch took (about the interval), not how late a record is.
     assert after_commit(batch_ms, batches, 1) >= 0.9 * SHORT_INTERVAL_S * 1000
-    # The batch's long-running tasks (one per source partition) show as active for most of it: never more, and the
-    # middle scrape of the batch reads both (around the boundaries a task may have started late or ended early, and
-    # the status store follows task events a moment late).
-    inside = mid_batch(active, batches, 1)
-    assert max(inside) == 2 and sorted(inside)[len(inside) // 2] == 2, inside
+    # The batch's long-running tasks (one per source partition) show as active, never more. The status store writes
+    # a task start at most every spark.ui.liveUpdatePeriod after its last write, and the drop to 0 as one batch's
+    # tasks end is always written: so the next batch's starts can wait for the executor heartbeat's flush (10 s by
+    # default) and the gauge may read 0 through much of a batch (a run on a loaded machine did).
+    running = [v for _, v in active]
+    assert set(running) <= {0, 1, 2} and max(running) == 2, running

@@ -14,6 +14,7 @@ from rtm_lab.paths import PROJECT_ROOT
 
 CHILD_SESSION = """
 from rtm_lab.spark import spark_session
+
 spark = spark_session("loopback-child", conf={"spark.ui.enabled": "true"})
 print("UI", spark.sparkContext.uiWebUrl, flush=True)
 input()

@@ -172,7 +172,8 @@ def _wait_until_primed(engine: processes.Started, bootstrap: str, pipeline: str,
         if engine.running():
             return None
         return LabError(
-            f"the engine exited before its first output; the end of {engine.log}:\n{processes.tail(engine.log)}"
+            f"the engine exited ({processes.exit_status(engine.pid)}) before its first output; the end of "
+            f"{engine.log}:\n{processes.tail(engine.log)}"
         )
 
     def done(records) -> bool:

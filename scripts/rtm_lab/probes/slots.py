@@ -197,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     conf = dict(c.split("=", 1) for c in args.conf)
     if args.master:
         conf = {**WAIT_FOR_EXECUTORS, **conf}
+    # The running-task counts are read from the status store, which writes an executor's task start only if its last
+    # write is 100 ms old (spark.ui.liveUpdatePeriod): a start just after the previous batch's tasks ended can wait
+    # for the next heartbeat's flush (10 s), and one executor reads 0 meanwhile. 0 writes every change.
+    conf = {"spark.ui.liveUpdatePeriod": "0", **conf}
     spark = spark_session("slot-sizing", slots=args.slots, conf=conf)
     for name in names:
         print(f"running {name} on {spark.sparkContext.master} ...", file=sys.stderr, flush=True)

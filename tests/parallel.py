@@ -1,0 +1,167 @@
+"""Two test workers, one lab: what `make test` needs to run the suite under pytest-xdist (`-n 2`).
+
+Most of a streaming test's time is waiting (an interval to end, a batch to commit, a process to start): two workers
+share the machine's two cores better than one. They share one lab, so three rules:
+
+- The lab is started by whichever worker asks first (`rtm_lab.lab.up` holds a lock; the second finds it running) and
+  stopped once, by the controller, after every worker has finished: each worker writes down what it started.
+- A test marked `alone` (it restarts, kills or re-passwords a lab service) runs while no other test does: every test
+  holds a shared lock from its setup to its teardown, an `alone` test holds it exclusively. A gate taken before either
+  keeps a waiting `alone` test from being overtaken again and again by the other worker's next test.
+- Tests of one module run on one worker, in order (a module's fixtures are set up once), and `GROUPS` puts several
+  modules together (all that start and stop the lab's Prometheus, all that use the standalone cluster).
+
+Without `-n` (a bare `pytest`) none of this is active and the `lab` fixture starts and stops the lab itself.
+"""
+
+import fcntl
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+RUN_DIR = "RTM_TEST_RUN_DIR"  # set by the controller before the workers start; they inherit it
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """The process that hands tests to workers and runs none itself (`-n N`, N >= 1)."""
+    return not is_worker(config) and bool(getattr(config.option, "numprocesses", None))
+
+
+def configure(config: pytest.Config) -> None:
+    if is_controller(config):
+        os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="rtm-test-run-")
+
+
+def run_dir() -> Path | None:
+    folder = os.environ.get(RUN_DIR)
+    return Path(folder) if folder else None
+
+
+def record_started(config: pytest.Config, started: set[str]) -> None:
+    """A worker's note of the lab services it started, for the controller to stop at the end."""
+    folder = run_dir()
+    if folder is not None and started:
+        (folder / f"started-{config.workerinput['workerid']}.json").write_text(json.dumps(sorted(started)))
+
+
+def started_by_workers() -> set[str]:
+    folder = run_dir()
+    if folder is None:
+        return set()
+    return {name for path in folder.glob("started-*.json") for name in json.loads(path.read_text())}
+
+
+def finish(config: pytest.Config) -> None:
+    folder = run_dir()
+    if is_controller(config) and folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# Modules that must share a worker, one after another: each starts and stops a shared thing of its own.
+GROUPS = {
+    # The lab's Prometheus: each of these starts it if it is down and stops it when done.
+    "prometheus": (
+        "tests/guides/test_monitoring.py",
+        "tests/lab/test_lab_prometheus.py",
+        "tests/lab/test_loopback.py",
+        "tests/test_demo.py",
+    ),
+    # PyFlink programs, one at a time: a run beside another once exited before its first output, with nothing logged.
+    "flink": (
+        "tests/benchmarks/test_engines.py",
+        "tests/guides/test_rtm_or_flink.py",
+        "tests/lab/test_flink_engine.py",
+    ),
+    # The session's standalone cluster (three JVMs): started once, on one worker.
+    "cluster": (
+        "tests/guides/test_cluster.py",
+        "tests/guides/test_kafka_to_postgres.py",
+        "tests/reference/test_slot_sizing.py",
+    ),
+}
+# Handed out first, longest first (by pytest --durations on the 2-core machine), so the run does not end with one
+# worker on a long unit while the other is idle; the rest follow in collection order.
+LONGEST_FIRST = (
+    "cluster",
+    "tests/benchmarks/test_latency.py",
+    "prometheus",
+    "flink",
+    "tests/reference/test_support_matrix.py",
+    "tests/docs/test_copy.py",
+    "tests/reference/test_readiness_check.py",
+    "tests/benchmarks/test_interval_sweep.py",
+)
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit a test is scheduled in: its module, or the group its module belongs to."""
+    module = nodeid.split("::")[0]
+    return next((group for group, modules in GROUPS.items() if module in modules), module)
+
+
+def order(items: list[pytest.Item]) -> None:
+    """Longest units first, each unit's tests together and in collection order (both workers sort alike, as xdist
+    requires), and refuse a module that uses the standalone cluster without being in its group."""
+    for item in items:
+        if "standalone_cluster" in item.fixturenames and unit_of(item.nodeid) != "cluster":
+            raise pytest.UsageError(f"{item.nodeid} uses standalone_cluster: add its module to GROUPS['cluster']")
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(unit_of(item.nodeid), index)
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        unit = unit_of(item.nodeid)
+        return (LONGEST_FIRST.index(unit) if unit in LONGEST_FIRST else len(LONGEST_FIRST), first[unit])
+
+    items.sort(key=rank)
+
+
+def make_scheduler(config: pytest.Config, log):
+    """xdist's load-by-scope scheduling, with our units as the scopes and their order kept (not re-sorted by size)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return ModuleGroups(config, log)
+
+
+_locks: dict[str, int] = {}
+
+
+def _fd(folder: Path, name: str) -> int:
+    if name not in _locks:
+        _locks[name] = os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o600)
+    return _locks[name]
+
+
+@contextmanager
+def turn(item: pytest.Item) -> Iterator[None]:
+    """Hold the run's test lock for one test's setup, call and teardown: shared, or exclusive for an `alone` test."""
+    folder = run_dir()
+    if folder is None or not is_worker(item.config):
+        yield
+        return
+    gate, lock = _fd(folder, "gate"), _fd(folder, "tests")
+    alone = item.get_closest_marker("alone") is not None
+    fcntl.flock(gate, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+    finally:
+        fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)

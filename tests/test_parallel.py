@@ -1,0 +1,97 @@
+"""tests/parallel.py, the rules two workers share one lab by: units kept whole, longest first, and an `alone` test
+run while no other test runs."""
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import parallel
+import pytest
+
+from rtm_lab.paths import PROJECT_ROOT
+
+
+def test_every_grouped_or_ranked_module_exists():
+    modules = [module for group in parallel.GROUPS.values() for module in group]
+    ranked = [unit for unit in parallel.LONGEST_FIRST if unit not in parallel.GROUPS]
+    assert [m for m in modules + ranked if not (PROJECT_ROOT / m).is_file()] == []
+
+
+class Item:
+    def __init__(self, nodeid: str):
+        self.nodeid, self.fixturenames = nodeid, ["lab"]
+
+
+def test_units_stay_whole_and_the_longest_go_first():
+    ids = [
+        "tests/a/test_x.py::test_1",
+        "tests/guides/test_monitoring.py::test_1",
+        "tests/a/test_x.py::test_2",
+        "tests/benchmarks/test_latency.py::test_1",
+        "tests/lab/test_loopback.py::test_1",
+        "tests/guides/test_cluster.py::test_1",
+    ]
+    items = [Item(nodeid) for nodeid in ids]
+    parallel.order(items)  # type: ignore[arg-type]
+    assert [item.nodeid for item in items] == [
+        "tests/guides/test_cluster.py::test_1",
+        "tests/benchmarks/test_latency.py::test_1",
+        "tests/guides/test_monitoring.py::test_1",
+        "tests/lab/test_loopback.py::test_1",
+        "tests/a/test_x.py::test_1",
+        "tests/a/test_x.py::test_2",
+    ]
+
+
+def test_a_module_using_the_cluster_outside_its_group_is_refused():
+    item = Item("tests/a/test_x.py::test_1")
+    item.fixturenames.append("standalone_cluster")
+    with pytest.raises(pytest.UsageError, match=r"add its module to GROUPS\['cluster'\]"):
+        parallel.order([item])  # type: ignore[list-item]
+
+
+# One test's turn in a process of its own (as a worker is): prints when it holds the lock and when it lets go.
+TURN = textwrap.dedent("""
+    import sys, time
+    import parallel
+
+    class Config:
+        workerinput = {"workerid": sys.argv[1]}
+
+    class Item:
+        config = Config()
+        def get_closest_marker(self, name):
+            return object() if name == "alone" and sys.argv[2] == "alone" else None
+
+    with parallel.turn(Item()):
+        print("in", time.monotonic(), flush=True)
+        time.sleep(float(sys.argv[3]))
+        print("out", time.monotonic(), flush=True)
+""")
+
+
+def _turn(run_dir, worker: str, kind: str, hold_s: float) -> subprocess.Popen:
+    env = {"PYTHONPATH": str(PROJECT_ROOT / "tests"), parallel.RUN_DIR: str(run_dir), "PATH": "/usr/bin:/bin"}
+    args = [sys.executable, "-c", TURN, worker, kind, str(hold_s)]
+    return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def _span(proc: subprocess.Popen) -> tuple[float, float]:
+    out, _ = proc.communicate(timeout=30)
+    marks = dict(line.split() for line in out.splitlines())
+    return float(marks["in"]), float(marks["out"])
+
+
+def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path):
+    first, second = _turn(tmp_path, "gw0", "shared", 2.0), _turn(tmp_path, "gw1", "shared", 2.0)
+    (a_in, a_out), (b_in, b_out) = _span(first), _span(second)
+    assert max(a_in, b_in) < min(a_out, b_out)  # two ordinary tests run side by side
+
+    running = _turn(tmp_path, "gw0", "shared", 2.0)
+    time.sleep(0.5)
+    alone = _turn(tmp_path, "gw1", "alone", 1.0)
+    time.sleep(0.5)
+    later = _turn(tmp_path, "gw0", "shared", 0.1)  # asks after the alone test: it waits for it, not overtakes it
+    (_, r_out), (x_in, x_out), (l_in, _) = _span(running), _span(alone), _span(later)
+    assert r_out <= x_in and x_out <= l_in
