@@ -19,9 +19,10 @@ $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 	scripts/bootstrap.sh
 	touch $@
 
-# The test sessions load the JVM snippets' jar: it is built here (once per source change), not inside a test's time.
+# The test sessions load the JVM snippets' jar and the engine comparison's tests run Flink in the PyFlink venv: both
+# are built here (once per change), not inside a test's time.
 setup: $(VENV)/.installed
-	$(PY) scripts/lab.py setup --jvm-snippets
+	$(PY) scripts/lab.py setup --jvm-snippets --flink
 	scripts/setup_browser.sh
 
 # The demo needs the lab, not the docs browser: setup without scripts/setup_browser.sh.

@@ -8,7 +8,8 @@
   python scripts/lab.py down     stop everything the lab started
   python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars,
                                  unpack Debian's prometheus package into the lab folder if missing
-                                 (--jvm-snippets: also build the JVM snippets' jar, as `make setup` does)
+                                 (--jvm-snippets: also build the JVM snippets' jar; --flink: the PyFlink
+                                 venv; `make setup` does both)
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
@@ -18,6 +19,7 @@ import sys
 import time
 
 from rtm_lab import cli, jars, lab, postgres, snippet_jar
+from rtm_lab.engines import flink
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
 from rtm_lab.monitoring import prometheus
@@ -51,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also build the jar of the JVM snippets (snippets/jvm; needs a JDK) that the test sessions load, so a "
         "test run does not pay for the build",
+    )
+    setup.add_argument(
+        "--flink",
+        action="store_true",
+        help="also build the pinned PyFlink venv (.venv-flink) the engine comparison runs Flink in, so a test run "
+        "does not pay for the install",
     )
     args = parser.parse_args(argv)
     exit_cleanly_on_termination()  # a `lab.py up` stopped by SIGTERM stops what it had started, as on Ctrl-C
@@ -86,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jars      ready in {jars_dir()}", file=sys.stderr)
         if args.jvm_snippets:
             print(f"snippets  JVM jar at {snippet_jar.build()}", file=sys.stderr)
+        if args.flink:
+            python = flink.ensure_venv(log=lambda line: print(line, file=sys.stderr, flush=True))
+            print(f"flink     PyFlink venv at {python.parent.parent}", file=sys.stderr)
     return 0
 
 

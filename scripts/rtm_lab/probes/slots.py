@@ -155,13 +155,16 @@ def _watch(spark, query, bootstrap, sink, partitions, outcome: Outcome, timeout_
 
 def _sample_running(spark, outcome: Outcome, needed: int) -> None:
     """Stages and running tasks are sampled: keep the fullest view of the running batch. Sample for at least a second
-    and until the active stages' tasks reach `needed` (at most 10 s): a sample taken at a batch boundary, on a busy
-    machine, sees the next batch's stages start one by one. If Spark ran the stages one after another, the sum would
-    never reach `needed` and the test reading it fails."""
+    and until both the active stages' tasks and the running tasks seen per executor reach `needed` (at most 10 s): a
+    sample taken at a batch boundary, on a busy machine, sees the next batch's stages start one by one, and the status
+    store takes in task starts after their stage (a CI run on a loaded machine stopped with one executor's tasks
+    seen). If Spark ran the stages one after another, the sums would never reach `needed` and the test reading them
+    fails."""
     tracker = spark.sparkContext.statusTracker()
     deadline = time.monotonic() + 10.0
     for n in itertools.count():
-        if n >= 10 and (sum(outcome.stages) >= needed or time.monotonic() > deadline):
+        seen_all = sum(outcome.stages) >= needed and sum(outcome.tasks_per_executor.values()) >= needed
+        if n >= 10 and (seen_all or time.monotonic() > deadline):
             return
         for executor, running in _running_tasks_per_executor(spark).items():
             outcome.tasks_per_executor[executor] = max(outcome.tasks_per_executor.get(executor, 0), running)
