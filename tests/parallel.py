@@ -1,4 +1,4 @@
-"""Two test workers, one lab: what `make test` needs to run the suite under pytest-xdist (`-n 2`).
+"""Two test workers, one lab: what `make test PYTEST_WORKERS=2` needs to run the suite under pytest-xdist (`-n 2`).
 
 Most of a streaming test's time is waiting (an interval to end, a batch to commit, a process to start): two workers
 share the machine's two cores better than one. They share one lab, so three rules:
