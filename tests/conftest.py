@@ -166,13 +166,12 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 
 
 def pytest_runtest_logreport(report) -> None:
-    nodeid = report.nodeid
     if report.skipped:
-        _outcomes[nodeid] = verified_by.SKIPPED
+        _outcomes[report.nodeid] = verified_by.SKIPPED
     elif report.failed:
-        _outcomes[nodeid] = verified_by.FAILED
-    elif report.when == "call" and _outcomes.get(nodeid) is None:
-        _outcomes[nodeid] = verified_by.PASSED
+        _outcomes[report.nodeid] = verified_by.FAILED
+    elif report.when == "call" and _outcomes.get(report.nodeid) is None:
+        _outcomes[report.nodeid] = verified_by.PASSED
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

@@ -84,7 +84,8 @@ def _span(proc: subprocess.Popen) -> tuple[float, float]:
 
 
 def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path):
-    first, second = _turn(tmp_path, "gw0", "shared", 2.0), _turn(tmp_path, "gw1", "shared", 2.0)
+    # Held 3 s each: two Python starts on a busy machine stay well inside that.
+    first, second = _turn(tmp_path, "gw0", "shared", 3.0), _turn(tmp_path, "gw1", "shared", 3.0)
     (a_in, a_out), (b_in, b_out) = _span(first), _span(second)
     assert max(a_in, b_in) < min(a_out, b_out)  # two ordinary tests run side by side
 

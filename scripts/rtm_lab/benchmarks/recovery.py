@@ -80,11 +80,6 @@ def batch_started_at(checkpoint: Path) -> float | None:
     return (offsets / str(batches[-1])).stat().st_mtime if batches else None
 
 
-def _later_batch(checkpoint: Path, than: float) -> float | None:
-    started = batch_started_at(checkpoint)
-    return started if started is not None and started > than else None
-
-
 def run_one(bootstrap: str, dsn: str, interval: str, rate: float, kill_at: float, tail_s: float, writer: str, say):
     schema = f"recovery_{uuid.uuid4().hex[:8]}"
     topic = topics.create_topic(bootstrap, topics.unique_name("recovery"), PARTITIONS)
@@ -111,21 +106,7 @@ def run_one(bootstrap: str, dsn: str, interval: str, rate: float, kill_at: float
         # Rows flow as soon as the first batch starts, so its first write stands for its start: a stateless query
         # tracks progress asynchronously (Spark 4.3's default), and this run saw no offsets file within a minute of
         # the first write at realTime="1 minute".
-        began = batch_started_at(driver.checkpoint) or first
-        kill_due = began + kill_at * interval_ms(interval) / 1000
-        if time.time() > kill_due:
-            # On a loaded machine the first write can come after the point aimed at (a CI run: 20.5 s after launch,
-            # past 0.5 of a 5 s first batch), and a kill then lands near the batch's end, not inside it: aim at the
-            # next batch instead.
-            say("the first write came after the point aimed at in this batch; aiming at the next batch")
-            began = wait_until(
-                lambda: _later_batch(driver.checkpoint, began),
-                2 * interval_ms(interval) / 1000 + 60,
-                "the next batch",
-                0.2,
-                driver.died,
-            )
-            kill_due = began + kill_at * interval_ms(interval) / 1000
+        kill_due = (batch_started_at(driver.checkpoint) or first) + kill_at * interval_ms(interval) / 1000
         while time.time() < kill_due:
             time.sleep(min(10.0, kill_due - time.time()))
             say(f"{max(0.0, kill_due - time.time()):.0f}s to the kill; {events.sent:,} events produced")
