@@ -38,9 +38,10 @@ lint: $(VENV)/.installed
 	$(PY) scripts/skills.py validate
 	$(PY) scripts/tables.py all --check
 
-# One process by default. PYTEST_WORKERS=2 runs two workers (tests/parallel.py says how they share one lab): about 17
-# min instead of 25 on 2 cores, but three timing-sensitive tests have failed under that load and are not yet fixed.
-PYTEST_WORKERS ?= 0
+# Two workers by default: most of a streaming test's time is waiting, so two share two cores well (tests/parallel.py
+# says how they share one lab; a test marked `timing` or `alone` runs while no other does). PYTEST_WORKERS=0 runs
+# everything in one process.
+PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS)
 
 test: setup lint

@@ -64,6 +64,7 @@ def produce_until(bootstrap: str, topic: str, stop: threading.Event) -> int:
     return sent
 
 
+@pytest.mark.timing
 def test_tasks_stay_running_for_the_interval_and_the_batch_commits_when_they_end(
     spark, lab, kafka_topic, checkpoint, stop_after
 ):

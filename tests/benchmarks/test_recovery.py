@@ -10,6 +10,7 @@ import pytest
 from rtm_lab.paths import PROJECT_ROOT
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(900)
 @pytest.mark.slow
 def test_quick_recovery_run_loses_nothing_and_bounds_the_replay(lab, tmp_path):

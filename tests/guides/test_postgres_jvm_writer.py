@@ -35,6 +35,7 @@ def test_jvm_writer_reconciles_bad_input_and_duplicates(spark, lab, kafka_topic,
     assert_exact(lab, pg_schema, events, query)
 
 
+@pytest.mark.timing
 def test_jvm_writer_beats_python_writer_latency(spark, lab, kafka_topic, pg_schema, tmp_path, stop_after):
     """Both writers read the same topic at once, so machine load hits both alike; only the ratio is asserted."""
     topic = kafka_topic(partitions=1)

@@ -59,6 +59,7 @@ def stored(lab, schema: str) -> int:
     return sink_check.counts(lab.postgres_dsn, schema, TABLE).rows
 
 
+@pytest.mark.timing
 def test_dwell_flush_fires_under_sustained_load_and_when_rows_stop(lab, pg_schema):
     dwell_ms = 100
     sink = sink_for(lab, pg_schema, max_rows=1_000_000, max_dwell_ms=dwell_ms)  # the row limit never triggers

@@ -34,6 +34,7 @@ def sink_records(lab, sink, expected):
     return topics.read_all(lab.kafka_bootstrap, sink, expected=expected, timeout_s=1.0)
 
 
+@pytest.mark.timing
 def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_topic, checkpoint, stop_after):
     source, sink = kafka_topic(partitions=2), kafka_topic(partitions=2)
     produce = lambda ids: topics.produce_json(lab.kafka_bootstrap, source, ({"id": i} for i in ids))  # noqa: E731
@@ -72,6 +73,7 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     assert len(latest_per_key(records)) == 10
 
 
+@pytest.mark.timing
 def test_python_foreach_gets_few_rows_before_the_interval_ends(
     spark, lab, kafka_topic, checkpoint, tmp_path, stop_after
 ):

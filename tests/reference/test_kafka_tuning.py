@@ -20,6 +20,7 @@ SHORTEST_WAIT = Setting(
 MIN_WAIT_RATIO = 5
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_fetch_max_wait_bounds_latency_when_min_bytes_is_not_met(spark, lab):
     defaults, _, slow, _ = SETTINGS

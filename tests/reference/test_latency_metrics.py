@@ -16,6 +16,7 @@ BACKLOG_ROWS = 20
 LIVE_ROWS = 20
 
 
+@pytest.mark.timing
 def test_three_latencies_measured_and_oss_progress_has_none(spark, lab, kafka_topic, checkpoint, stop_after):
     source = kafka_topic(partitions=2, configs=LOG_APPEND_TIME)
     sink = kafka_topic(partitions=2, configs=LOG_APPEND_TIME)

@@ -76,6 +76,7 @@ def test_python_transform_with_state_is_not_on_the_allowlist(spark):
     assert not any("PySpark" in name or "Python" in name for name in operators), operators
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_console_sink_prints_once_per_batch(lab, kafka_topic, tmp_path):
     """The console sink runs under real-time mode but prints a batch's rows together when the batch ends: two rows

@@ -179,7 +179,13 @@ def markdown(result: dict) -> str:
         )
         lines += [
             f"**{rate:,.0f} events/s**, {result['seconds']:.0f} s per mode, {each}; first {result['warmup_s']:.0f} s "
-            "of events left out of the percentiles (end-to-end, Kafka in -> Kafka out, broker LogAppendTime stamps)",
+            "of events left out of the percentiles (end-to-end, Kafka in -> Kafka out, broker LogAppendTime stamps)"
+            + "".join(
+                f"; {labels.get(mode, mode)} instead warmed up until fewer than {bound:g} s of events were waiting for "
+                "2 s straight, then ran the same seconds"
+                for mode, bound in result.get("settle_s", {}).items()
+                if mode in modes
+            ),
             "",
         ]
         rows = []
