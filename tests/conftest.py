@@ -163,10 +163,6 @@ def pytest_collection_modifyitems(session, config, items) -> None:
             item.add_marker(pytest.mark.lab)
         if "set_role_password" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.alone)  # the lab's role changes password: no other test may connect then
-        if item.get_closest_marker("timing") is not None:
-            # What it times must not share two cores with another test's Spark: under two workers' load such tests
-            # failed (the shuffle-wait ratio, the quick recovery run, the mid-interval foreach flush).
-            item.add_marker(pytest.mark.alone)
 
 
 def pytest_runtest_logreport(report) -> None:

@@ -1,11 +1,12 @@
-"""Two test workers, one lab: what `make test PYTEST_WORKERS=2` needs to run the suite under pytest-xdist (`-n 2`).
+"""Two test workers, one lab: what `make test` needs to run the suite under pytest-xdist (`-n 2`).
 
 Most of a streaming test's time is waiting (an interval to end, a batch to commit, a process to start): two workers
 share the machine's two cores better than one. They share one lab, so three rules:
 
 - The lab is started by whichever worker asks first (`rtm_lab.lab.up` holds a lock; the second finds it running) and
   stopped once, by the controller, after every worker has finished: each worker writes down what it started.
-- A test marked `alone` (it restarts, kills or re-passwords a lab service) runs while no other test does: every test
+- A test marked `alone` (it restarts, kills or re-passwords a lab service) or `timing` (it asserts a ratio of timings
+  another test's load could upset) runs while no other test does: every test
   holds a shared lock from its setup to its teardown, an `alone` test holds it exclusively. A gate taken before either
   keeps a waiting `alone` test from being overtaken again and again by the other worker's next test.
 - Tests of one module run on one worker, in order (a module's fixtures are set up once), and `GROUPS` puts several
@@ -138,6 +139,11 @@ def make_scheduler(config: pytest.Config, log):
     return ModuleGroups(config, log)
 
 
+# A test with either marker runs while no other test does: `alone` restarts, kills or re-passwords a lab service;
+# `timing` asserts a ratio of timings (or a timing against a configured interval) that another test's Spark, sharing
+# two cores, could upset: under two workers such tests failed (shuffle-wait ratio, quick recovery, foreach flush).
+ALONE_MARKERS = ("alone", "timing")
+
 _locks: dict[str, int] = {}
 
 
@@ -155,7 +161,7 @@ def turn(item: pytest.Item) -> Iterator[None]:
         yield
         return
     gate, lock = _fd(folder, "gate"), _fd(folder, "tests")
-    alone = item.get_closest_marker("alone") is not None
+    alone = any(item.get_closest_marker(name) is not None for name in ALONE_MARKERS)
     fcntl.flock(gate, fcntl.LOCK_EX)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)

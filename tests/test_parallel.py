@@ -62,7 +62,7 @@ TURN = textwrap.dedent("""
     class Item:
         config = Config()
         def get_closest_marker(self, name):
-            return object() if name == "alone" and sys.argv[2] == "alone" else None
+            return object() if name == sys.argv[2] else None
 
     with parallel.turn(Item()):
         print("in", time.monotonic(), flush=True)
@@ -83,7 +83,8 @@ def _span(proc: subprocess.Popen) -> tuple[float, float]:
     return float(marks["in"]), float(marks["out"])
 
 
-def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path):
+@pytest.mark.parametrize("marker", parallel.ALONE_MARKERS)
+def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path, marker):
     # Held 3 s each: two Python starts on a busy machine stay well inside that.
     first, second = _turn(tmp_path, "gw0", "shared", 3.0), _turn(tmp_path, "gw1", "shared", 3.0)
     (a_in, a_out), (b_in, b_out) = _span(first), _span(second)
@@ -91,7 +92,7 @@ def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path):
 
     running = _turn(tmp_path, "gw0", "shared", 2.0)
     time.sleep(0.5)
-    alone = _turn(tmp_path, "gw1", "alone", 1.0)
+    alone = _turn(tmp_path, "gw1", marker, 1.0)
     time.sleep(0.5)
     later = _turn(tmp_path, "gw0", "shared", 0.1)  # asks after the alone test: it waits for it, not overtakes it
     (_, r_out), (x_in, x_out), (l_in, _) = _span(running), _span(alone), _span(later)

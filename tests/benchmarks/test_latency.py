@@ -123,7 +123,7 @@ def test_a_shorter_streaming_shuffle_wait_cuts_the_stateful_real_time_median(lab
                 "ad_attribution",
             ),
             *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "6", "--warmup", "0"),
-            *("--settle-s", str(settle_s)),
+            *("--settle", f"realtime={settle_s}"),
             *("--interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
         ]
         done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)

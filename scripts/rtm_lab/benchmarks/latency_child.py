@@ -243,6 +243,48 @@ def slot_need(query) -> dict | None:
     return {"source": need.source_tasks, "shuffle": list(need.shuffle_tasks), "total": need.total}
 
 
+def open_session(name: str, pipeline: "Pipeline", spark_conf: dict | None, gc_log: str | None, observe: bool):
+    """The session a pipeline's runs need: its settings, then `spark_conf`, a GC log and the UI if asked."""
+    from rtm_lab.benchmarks import tail_sources
+    from rtm_lab.spark import spark_session
+
+    conf = {**pipeline.conf, **(spark_conf or {})}
+    if gc_log:  # local mode: the executors run in the driver's JVM, so its GC log covers every task
+        driver_opts = "spark.driver.extraJavaOptions"
+        conf[driver_opts] = " ".join(filter(None, [conf.get(driver_opts), tail_sources.gc_log_option(gc_log)]))
+    if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
+        from rtm_lab.benchmarks import spark_ui
+
+        conf.update(spark_ui.ui_conf())
+    return spark_session(name, slots=pipeline.slots, conf=conf)
+
+
+def run_modes(
+    modes: Sequence[str],
+    bootstrap: str,
+    rate: float,
+    seconds: float,
+    warmup: float,
+    cfg: dict,
+    settle: dict[str, float],
+    gc_log: str | None = None,
+) -> dict[str, dict]:
+    """Several modes one after another in one session (the quick run): one JVM start instead of one per mode. The
+    later modes find the JIT warmed by the earlier ones, which the separate processes of a full run never do."""
+    began = time.monotonic()
+    spark = open_session("bench-latency-quick", Pipeline(cfg["pipeline"]), None, gc_log, False)
+    print(f"[{', '.join(modes)} @ {rate:.0f}/s] one spark session up in {time.monotonic() - began:.1f}s", flush=True)
+    try:
+        return {
+            mode: run_mode(
+                mode, bootstrap, rate, seconds, warmup, cfg, gc_log=gc_log, settle_s=settle.get(mode), spark=spark
+            )
+            for mode in modes
+        }
+    finally:
+        spark.stop()
+
+
 def run_mode(
     mode: str,
     bootstrap: str,
@@ -256,27 +298,23 @@ def run_mode(
     gc_log: str | None = None,
     monitor_prom_port: int | None = None,
     settle_s: float | None = None,
+    spark: Any = None,
 ) -> dict:
+    """One mode's run: in a session of its own (stopped at the end), or in `spark`, a session `open_session` made for
+    this pipeline (left running, for the next mode)."""
     from rtm_lab import loadgen, percentiles, topics
     from rtm_lab import warmup as warm
     from rtm_lab.benchmarks import tail_sources
-    from rtm_lab.spark import spark_session
 
     say = lambda line: print(f"[{mode} @ {rate:.0f}/s] {line}", flush=True)  # noqa: E731
     pipeline = Pipeline(cfg["pipeline"])
     source = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-in"), PARTITIONS, LOG_APPEND_TIME)
     sink = topics.create_topic(bootstrap, topics.unique_name(f"lat-{mode}-out"), PARTITIONS, LOG_APPEND_TIME)
-    conf = {**pipeline.conf, **(spark_conf or {})}
-    if gc_log:  # local mode: the executors run in the driver's JVM, so its GC log covers every task
-        driver_opts = "spark.driver.extraJavaOptions"
-        conf[driver_opts] = " ".join(filter(None, [conf.get(driver_opts), tail_sources.gc_log_option(gc_log)]))
-    if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
-        from rtm_lab.benchmarks import spark_ui
-
-        conf.update(spark_ui.ui_conf())
-    began = time.monotonic()
-    spark = spark_session(f"bench-latency-{mode}", slots=pipeline.slots, conf=conf)
-    say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
+    own_session = spark is None
+    if own_session:
+        began = time.monotonic()
+        spark = open_session(f"bench-latency-{mode}", pipeline, spark_conf, gc_log, observe)
+        say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
     query = reader = monitor = None
     checkpoint = tempfile.mkdtemp(prefix="bench-lat-ckpt-")
     try:
@@ -388,7 +426,10 @@ def run_mode(
         pauses = []
         if gc_log:
             jvm_start_ms = spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime()
-            pauses = [p for p in tail_sources.read_gc_pauses(gc_log, jvm_start_ms) if p[0] >= wall_start_ms]
+            # This run's pauses only: a session shared by several modes logs theirs in the same file.
+            pauses = [
+                p for p in tail_sources.read_gc_pauses(gc_log, jvm_start_ms) if wall_start_ms <= p[0] <= wall_end_ms
+            ]
             summary = tail_sources.gc_summary(pauses, wall_start_ms, wall_end_ms)
             result.update(gc_log=Path(gc_log).name, gc_pauses=pauses, **summary)
         result["generator_lag_ms"] = lag_timeline
@@ -422,7 +463,8 @@ def run_mode(
             reader.stop()
         if query is not None and query.isActive:
             query.stop()
-        spark.stop()
+        if own_session:
+            spark.stop()
         shutil.rmtree(checkpoint, ignore_errors=True)  # a run leaves nothing in /tmp
         for name in (source, sink):
             topics.delete_topic(bootstrap, name)
@@ -434,7 +476,13 @@ def child_main(argv: list[str] | None = None) -> int:
         description="Run one mode of the latency benchmark in this process and write its result as JSON "
         "(normally started by `scripts/bench.py latency`).",
     )
-    parser.add_argument("--mode", choices=ALL_MODES, required=True)
+    parser.add_argument(
+        "--mode",
+        choices=ALL_MODES,
+        action="append",
+        required=True,
+        help="the mode to run; repeated, the modes run in turn in one session and the result maps mode to result",
+    )
     parser.add_argument("--bootstrap", required=True, help="Kafka bootstrap servers")
     parser.add_argument("--rate", type=float, required=True, help="events per second")
     parser.add_argument("--seconds", type=cli.positive_float, required=True, help="how long to produce")
@@ -457,16 +505,26 @@ def child_main(argv: list[str] | None = None) -> int:
         "--monitor-prom-port", type=int, help="run the latency monitor beside the query, scraped by this Prometheus"
     )
     parser.add_argument(
-        "--settle-s",
-        type=cli.positive_float,
-        help="warm up until the backlog stayed under this many seconds of output for "
-        f"{SETTLE_HOLD_S:g} s (at most {SETTLE_MAX_S:g} s), then measure --seconds; replaces --warmup",
+        "--settle",
+        action="append",
+        default=[],
+        metavar="MODE=SECONDS",
+        help="MODE warms up until its backlog stayed under SECONDS of output for "
+        f"{SETTLE_HOLD_S:g} s (at most {SETTLE_MAX_S:g} s), then measures --seconds; replaces --warmup for MODE",
     )
     args = parser.parse_args(argv)
     cfg = settings(args.interval, args.fetch_wait_ms, args.pipeline)
     spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
+    settle = {mode: float(bound) for mode, bound in (item.split("=", 1) for item in args.settle)}
+    if len(args.mode) > 1:
+        if args.trace or args.observe_boundaries or spark_conf or args.monitor_prom_port:
+            parser.error("several --mode values take only --gc-log and --settle of the optional settings")
+        by_mode = run_modes(args.mode, args.bootstrap, args.rate, args.seconds, args.warmup, cfg, settle, args.gc_log)
+        Path(args.out).write_text(json.dumps(by_mode))
+        return 0
+    (mode,) = args.mode
     result = run_mode(
-        args.mode,
+        mode,
         args.bootstrap,
         args.rate,
         args.seconds,
@@ -477,14 +535,14 @@ def child_main(argv: list[str] | None = None) -> int:
         spark_conf,
         args.gc_log,
         args.monitor_prom_port,
-        args.settle_s,
+        settle.get(mode),
     )
     Path(args.out).write_text(json.dumps(result))
     return 0
 
 
 def run_child(
-    mode: str,
+    mode: str | Sequence[str],
     bootstrap: str,
     rate: float,
     seconds: float,
@@ -493,26 +551,28 @@ def run_child(
     trace_dir,
     extra: Sequence[str] = (),
     gc_log: str | None = None,
-    settle_s: float | None = None,
+    settle: dict[str, float] | None = None,
 ) -> dict:
+    """One mode's result; with several modes (run in turn in one session), mode -> result."""
+    modes = [mode] if isinstance(mode, str) else list(mode)
     with tempfile.TemporaryDirectory(prefix="bench-lat-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = [
             sys.executable,
             "-m",
             "rtm_lab.benchmarks.latency_child",
-            *("--mode", mode, "--bootstrap", bootstrap, "--rate", str(rate), "--seconds", str(seconds)),
+            *(arg for m in modes for arg in ("--mode", m)),
+            *("--bootstrap", bootstrap, "--rate", str(rate), "--seconds", str(seconds)),
             *("--warmup", str(warmup), "--interval", cfg["rtm_interval"]),
             *("--fetch-wait-ms", str(cfg["kafka_fetch_max_wait_ms"]), "--out", str(out)),
             *("--pipeline", cfg["pipeline"]),
             *extra,
         ]
-        if trace_dir:
-            cmd += ["--trace", str(Path(trace_dir) / f"{mode}-{rate:.0f}.csv")]
+        if trace_dir:  # one mode's run (several in one session take no trace)
+            cmd += ["--trace", str(Path(trace_dir) / f"{modes[0]}-{rate:.0f}.csv")]
         if gc_log:
             cmd += ["--gc-log", gc_log]
-        if settle_s is not None:
-            cmd += ["--settle-s", str(settle_s)]
+        cmd += [arg for m, bound in (settle or {}).items() if m in modes for arg in ("--settle", f"{m}={bound}")]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         tail: list[str] = []
@@ -526,7 +586,7 @@ def run_child(
         code = proc.wait(timeout=CHILD_TIMEOUT_S)
         if code != 0 or not out.exists():
             detail = "\n".join(tail[-15:])
-            raise RuntimeError(f"mode {mode} at {rate:.0f}/s failed (exit {code}):\n{detail}")
+            raise RuntimeError(f"mode {', '.join(modes)} at {rate:.0f}/s failed (exit {code}):\n{detail}")
         return json.loads(out.read_text())
 
 

@@ -185,7 +185,8 @@ def markdown(result: dict) -> str:
                 "2 s straight, then ran the same seconds"
                 for mode, bound in result.get("settle_s", {}).items()
                 if mode in modes
-            ),
+            )
+            + ("; every mode ran in turn in one Spark session" if result.get("one_session") else ""),
             "",
         ]
         rows = []
