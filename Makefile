@@ -19,10 +19,10 @@ $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 	scripts/bootstrap.sh
 	touch $@
 
-# The test sessions load the JVM snippets' jar and the engine comparison's tests run Flink in the PyFlink venv: both
-# are built here (once per change), not inside a test's time.
+# The test sessions load the JVM snippets' jar, the engine comparison's tests run Flink in the PyFlink venv, and the
+# suite's Spark drivers start from a class archive (rtm_lab.spark_class_archive): all built here once, not in a test.
 setup: $(VENV)/.installed
-	$(PY) scripts/lab.py setup --jvm-snippets --flink
+	$(PY) scripts/lab.py setup --jvm-snippets --flink --spark-archive
 	scripts/setup_browser.sh
 
 # The demo needs the lab, not the docs browser: setup without scripts/setup_browser.sh.

@@ -9,7 +9,7 @@
   python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars,
                                  unpack Debian's prometheus package into the lab folder if missing
                                  (--jvm-snippets: also build the JVM snippets' jar; --flink: the PyFlink
-                                 venv; `make setup` does both)
+                                 venv; --spark-archive: the test suite's class archive; `make setup` does all three)
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-from rtm_lab import cli, jars, lab, postgres, snippet_jar
+from rtm_lab import cli, jars, lab, postgres, snippet_jar, spark_class_archive
 from rtm_lab.engines import flink
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
@@ -60,6 +60,12 @@ def main(argv: list[str] | None = None) -> int:
         help="also build the pinned PyFlink venv (.venv-flink) the engine comparison runs Flink in, so a test run "
         "does not pay for the install",
     )
+    setup.add_argument(
+        "--spark-archive",
+        action="store_true",
+        help="also write the class-data archive the test suite's Spark drivers start from (about 30 s, once per JDK "
+        "and PySpark install)",
+    )
     args = parser.parse_args(argv)
     exit_cleanly_on_termination()  # a `lab.py up` stopped by SIGTERM stops what it had started, as on Ctrl-C
     if args.command == "up":
@@ -97,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.flink:
             python = flink.ensure_venv(log=lambda line: print(line, file=sys.stderr, flush=True))
             print(f"flink     PyFlink venv at {python.parent.parent}", file=sys.stderr)
+        if args.spark_archive:
+            archive = spark_class_archive.ensure(log=lambda line: print(line, file=sys.stderr, flush=True))
+            print(f"spark     class archive at {archive}", file=sys.stderr)
     return 0
 
 
