@@ -35,12 +35,12 @@ from rtm_lab.benchmarks.engine_run import (
     PRIMING,
     PROFILES,
     QUIET_S,
-    _end_offsets,
-    _wait_until_primed,
+    end_offsets,
     engine_event,
     kept,
     priming_event,
     start_engine,
+    wait_until_primed,
 )
 from rtm_lab.errors import LabError
 from rtm_lab.topics import Record
@@ -106,7 +106,7 @@ def run(engine: str, pipeline: str, bootstrap: str, say=print) -> dict:
     try:
         topics.produce_json(bootstrap, source, [priming_event(i) for i in range(PRIMING)])
         procs.append(start_engine(engine, pipeline, source, sink, conf, bootstrap, spark_args))
-        _wait_until_primed(procs[0], bootstrap, pipeline, sink, timeout_s=300.0)
+        wait_until_primed(procs[0], bootstrap, pipeline, sink, timeout_s=300.0)
         say(f"{engine} primed; {RATE} events/s for {SECONDS} s, SIGKILL at {KILL_AT_S} s")
         stats: list[loadgen.LoadStats] = []
         producer = threading.Thread(
@@ -149,7 +149,7 @@ def run(engine: str, pipeline: str, bootstrap: str, say=print) -> dict:
                 raise LabError(
                     f"the restarted {engine} exited; the end of {procs[-1].log}:\n{processes.tail(procs[-1].log)}"
                 )
-            total = _end_offsets(consumer, sink)
+            total = end_offsets(consumer, sink)
             if total != last_total:
                 last_total, last_change = total, time.monotonic()
             return time.monotonic() - last_change >= QUIET_S

@@ -162,12 +162,12 @@ class TreeSampler:
         return round(max((rss for t, _, rss in self.samples if t >= since), default=0) / 2**20, 1)
 
 
-def _end_offsets(consumer: KafkaConsumer, topic: str) -> int:
+def end_offsets(consumer: KafkaConsumer, topic: str) -> int:
     parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
     return sum(consumer.end_offsets(parts).values()) if parts else 0
 
 
-def _wait_until_primed(engine: processes.Started, bootstrap: str, pipeline: str, sink: str, timeout_s: float) -> None:
+def wait_until_primed(engine: processes.Started, bootstrap: str, pipeline: str, sink: str, timeout_s: float) -> None:
     def died() -> BaseException | None:
         if engine.running():
             return None
@@ -214,7 +214,7 @@ def run(
         began = time.monotonic()
         proc = start_engine(engine, pipeline, source, sink, conf, bootstrap)
         sampler = TreeSampler(proc.pid).start()
-        _wait_until_primed(proc, bootstrap, pipeline, sink, timeout_s=300.0)
+        wait_until_primed(proc, bootstrap, pipeline, sink, timeout_s=300.0)
         startup_s = time.monotonic() - began
         say(f"{engine} started and primed in {startup_s:.1f}s; {rate:.0f} events/s for {warmup:.0f}+{seconds:.0f}s")
         _, cpu_start, _ = sampler.now()
@@ -222,7 +222,7 @@ def run(
 
         def progress(stats: loadgen.LoadStats) -> None:
             say(
-                f"  t={time.monotonic() - produce_from:5.1f}s sent={stats.sent:>8} sink={_end_offsets(consumer, sink):>8}"
+                f"  t={time.monotonic() - produce_from:5.1f}s sent={stats.sent:>8} sink={end_offsets(consumer, sink):>8}"
             )
 
         stats = loadgen.produce_at_rate(
@@ -233,7 +233,7 @@ def run(
         last_total, last_change, cpu_end, end_at = -1, time.monotonic(), cpu_start, time.monotonic()
         deadline = time.monotonic() + DRAIN_S
         while time.monotonic() < deadline and proc.running():
-            total = _end_offsets(consumer, sink)
+            total = end_offsets(consumer, sink)
             t, cpu, _ = sampler.now()
             if total != last_total:
                 last_total, last_change, cpu_end, end_at = total, t, cpu, t
