@@ -33,6 +33,14 @@ def keep_on_loopback() -> None:
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
 
 
+def add_driver_java_options(options: str) -> None:
+    """Have every Spark driver JVM this process and its children launch take `options` too (SPARK_SUBMIT_OPTS, which
+    spark-submit passes to the driver only: not to executors on a cluster, nor to Kafka's or Flink's JVMs)."""
+    current = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if options and options not in current:
+        os.environ["SPARK_SUBMIT_OPTS"] = " ".join(filter(None, [current, options]))
+
+
 def driver_memory() -> str:
     """The Spark driver's heap (`spark.driver.memory`, its -Xmx); the Flink runs of the engine comparison get the same."""
     return os.environ.get("RTM_DRIVER_MEMORY", "2g")

@@ -76,6 +76,6 @@ def java_options() -> str:
 
 def use_in_children() -> None:
     """Have every Spark driver this process and its children start map the archive (SPARK_SUBMIT_OPTS)."""
-    options = java_options()
-    if options and options not in os.environ.get(ENV, ""):
-        os.environ[ENV] = " ".join(filter(None, [os.environ.get(ENV), options]))
+    from rtm_lab.spark import add_driver_java_options
+
+    add_driver_java_options(java_options())
