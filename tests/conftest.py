@@ -10,27 +10,21 @@ from pathlib import Path
 
 import parallel
 import pytest
+import short_lived_jvms
 import verified_by
 
 from rtm_lab import lab as lab_module
-from rtm_lab import spark_class_archive, standalone, topics
+from rtm_lab import standalone, topics
 from rtm_lab.lab import LabState
 from rtm_lab.snippet_jar import session_jars
-from rtm_lab.spark import add_driver_java_options, keep_on_loopback, spark_session
-
-C1_ONLY = "-XX:TieredStopAtLevel=1"
+from rtm_lab.spark import keep_on_loopback, spark_session
 
 # Before any session or child process starts: every Spark driver the tests start, in this process or in the
 # snippets and scripts they run as children, listens on loopback only (tests/lab/test_loopback.py checks it).
 keep_on_loopback()
-# Every Spark driver the tests start maps the classes `make setup` archived, which cuts each start-up by seconds of CPU
-# (rtm_lab.spark_class_archive; without the archive nothing changes).
-spark_class_archive.use_in_children()
-# ... and compile with C1 only. The suite's drivers live seconds to a minute, too short for C2's optimised code to repay
-# the CPU its compiles take, and on 2 cores that CPU is taken from the other test: a session and a 6 s query used 11 s
-# of machine CPU this way against 18-22 s with both compilers. What Spark does is the same; only its speed differs,
-# and no test asserts an absolute time (tests/lab/test_spark_class_archive.py checks the drivers get the option).
-add_driver_java_options(C1_ONLY)
+# Every short-lived JVM the tests start compiles with C1 only, and Spark drivers map the classes `make setup` archived:
+# seconds of CPU less per start-up on 2 cores (tests/short_lived_jvms.py says what and why).
+short_lived_jvms.apply()
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from short_lived_jvms import C1_ONLY
 
 from rtm_lab import loadgen, processes, sink_check, standalone
 from rtm_lab.paths import PROJECT_ROOT
@@ -65,6 +66,13 @@ def launched_executors(cluster: standalone.Cluster) -> list[int]:
     """Per worker, the executors it was asked to launch so far (the cluster is shared, so tests compare counts)."""
     logs = [cluster.work_dir / f"worker-{i}.log" for i in range(WORKERS)]
     return [log.read_text(errors="replace").count("Asked to launch executor") for log in logs]
+
+
+def test_the_clusters_master_and_workers_compile_with_c1_only(standalone_cluster):
+    """tests/short_lived_jvms.py's SPARK_DAEMON_JAVA_OPTS reaches the daemons (bin/spark-class execs their JVM)."""
+    assert standalone_cluster.pids
+    for pid in standalone_cluster.pids:
+        assert C1_ONLY in processes.arguments(pid), processes.arguments(pid)
 
 
 def test_pipeline_on_a_standalone_cluster_loses_nothing(

@@ -96,6 +96,8 @@ def settings(seconds: float, warmup: float) -> dict:
             "shuffle_partitions": engine_run.PARTITIONS,
             "real_time_interval": spark_twin.REAL_TIME_INTERVAL,
             "driver_memory": _driver_memory(),
+            # JVM options from the environment (spark-submit reads it): none unless the person running it set some.
+            "submit_opts": os.environ.get("SPARK_SUBMIT_OPTS") or None,
         },
         "flink": {
             "version": versions.FLINK_VERSION,
@@ -103,6 +105,7 @@ def settings(seconds: float, warmup: float) -> dict:
             "parallelism": engine_run.PARTITIONS,
             "checkpoint_interval": "5 min",
             "heap": _driver_memory(),
+            "jvm_args": os.environ.get("JVM_ARGS") or None,  # put before the heap on the gateway JVM's command line
         },
         "profiles": engine_run.PROFILES,
     }

@@ -133,8 +133,9 @@ def start(program: Path, args: list[str], env: dict[str, str] | None = None) -> 
         for k, v in os.environ.items()
         if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")
     }
-    # The gateway JVM (which runs the MiniCluster) takes JVM_ARGS first on its command line.
-    child_env |= {"JVM_ARGS": f"-Xmx{driver_memory()}", "FLINK_LOG_DIR": str(folder / "log")}
+    # The gateway JVM (which runs the MiniCluster) takes JVM_ARGS first on its command line: the caller's, then the heap.
+    jvm_args = " ".join(filter(None, [os.environ.get("JVM_ARGS"), f"-Xmx{driver_memory()}"]))
+    child_env |= {"JVM_ARGS": jvm_args, "FLINK_LOG_DIR": str(folder / "log")}
     child_env |= env or {}
     command = [str(python), str(program), "--jar", str(connector_jar()), "--tmp-dir", str(tmp)]
     command += ["--checkpoint-dir", str(folder / "checkpoints"), *args]
