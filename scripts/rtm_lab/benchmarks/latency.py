@@ -35,7 +35,7 @@ from rtm_lab.benchmarks.latency_report import TRIGGERS
 # Its modes run in turn in one child session: one JVM start instead of four (the full run keeps a process per mode).
 QUICK: dict[str, Any] = {
     "rates": [1000],
-    "seconds": 8.0,
+    "seconds": 5.0,
     "warmup": 3.0,
     "settle": {"realtime": REAL_TIME_SETTLE_S},
     "one_session": True,
