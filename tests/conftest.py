@@ -6,6 +6,7 @@ who ran `python scripts/lab.py up` keeps their services, and CI (nothing running
 
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import parallel
@@ -106,6 +107,13 @@ def pg_schema(lab) -> Iterator[str]:
         yield name
     finally:
         run(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def quiet_machine(request) -> Callable[[], AbstractContextManager[None]]:
+    """For a test marked `timing` or `alone` whose first steps neither measure nor disturb anything: it runs beside
+    other tests until `with quiet_machine():`, and alone inside that block (tests/parallel.py)."""
+    return lambda: parallel.alone_from_here(request.config)
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ share the machine's two cores better than one. They share one lab, so three rule
 - A test marked `alone` (it restarts, kills or re-passwords a lab service) or `timing` (it asserts a ratio of timings
   another test's load could upset) runs while no other test does: every test
   holds a shared lock from its setup to its teardown, an `alone` test holds it exclusively. A gate taken before either
-  keeps a waiting `alone` test from being overtaken again and again by the other worker's next test.
+  keeps a waiting `alone` test from being overtaken again and again by the other worker's next test. Such a test that
+  takes the `quiet_machine` fixture shares until it enters `with quiet_machine():`, and is alone from there on to the
+  block's end: a JVM it starts first runs beside the other worker's test instead of leaving that worker idle.
 - Tests of one module run on one worker, in order (a module's fixtures are set up once), and `GROUPS` puts several
   modules together (all that start and stop the lab's Prometheus, all that use the standalone cluster).
 
@@ -153,6 +155,27 @@ def _fd(folder: Path, name: str) -> int:
     return _locks[name]
 
 
+# A test with either marker that takes this fixture starts beside other tests and runs alone from the moment it asks
+# (`with quiet_machine():`): what it starts first (a JVM, a query, a pipeline) is not what it measures or disturbs.
+QUIET_LATER = "quiet_machine"
+
+
+def _take(folder: Path, how: int) -> int:
+    """Take the run's test lock (shared or exclusive) through the gate; return its file descriptor."""
+    gate, lock = _fd(folder, "gate"), _fd(folder, "tests")
+    fcntl.flock(gate, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(lock, how)
+    finally:
+        fcntl.flock(gate, fcntl.LOCK_UN)
+    return lock
+
+
+def runs_alone_from_setup(item: pytest.Item) -> bool:
+    marked = any(item.get_closest_marker(name) is not None for name in ALONE_MARKERS)
+    return marked and QUIET_LATER not in getattr(item, "fixturenames", ())
+
+
 @contextmanager
 def turn(item: pytest.Item) -> Iterator[None]:
     """Hold the run's test lock for one test's setup, call and teardown: shared, or exclusive for an `alone` test."""
@@ -160,14 +183,27 @@ def turn(item: pytest.Item) -> Iterator[None]:
     if folder is None or not is_worker(item.config):
         yield
         return
-    gate, lock = _fd(folder, "gate"), _fd(folder, "tests")
-    alone = any(item.get_closest_marker(name) is not None for name in ALONE_MARKERS)
-    fcntl.flock(gate, fcntl.LOCK_EX)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-    finally:
-        fcntl.flock(gate, fcntl.LOCK_UN)
+    lock = _take(folder, fcntl.LOCK_EX if runs_alone_from_setup(item) else fcntl.LOCK_SH)
     try:
         yield
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextmanager
+def alone_from_here(config: pytest.Config) -> Iterator[None]:
+    """Within a test's shared turn: let go of it, wait for the machine through the gate (as an `alone` test does),
+    hold it alone until the block ends, then share again for the rest of the turn. Letting go before waiting means two
+    workers asking at once cannot each hold what the other waits for."""
+    folder = run_dir()
+    if folder is None or not is_worker(config):
+        yield
+        return
+    lock = _fd(folder, "tests")
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    _take(folder, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        _take(folder, fcntl.LOCK_SH)

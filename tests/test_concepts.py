@@ -79,7 +79,7 @@ def test_tasks_stay_running_for_the_interval_and_the_batch_commits_when_they_end
     )
     producer.start()
     try:
-        stages = sample_stages(spark, query, checkpoint, batches=5, timeout_s=180)
+        stages = sample_stages(spark, query, checkpoint, batches=4, timeout_s=180)
     finally:
         stop.set()
         producer.join(timeout=30)

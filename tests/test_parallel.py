@@ -59,14 +59,24 @@ TURN = textwrap.dedent("""
     class Config:
         workerinput = {"workerid": sys.argv[1]}
 
+    kind, hold = sys.argv[2], float(sys.argv[3])
+
     class Item:
         config = Config()
+        fixturenames = [parallel.QUIET_LATER] if kind == "quiet" else []
         def get_closest_marker(self, name):
-            return object() if name == sys.argv[2] else None
+            return object() if name == kind or (kind == "quiet" and name == "timing") else None
 
     with parallel.turn(Item()):
         print("in", time.monotonic(), flush=True)
-        time.sleep(float(sys.argv[3]))
+        if kind == "quiet":  # shares for the first half, then asks for the machine
+            time.sleep(hold / 2)
+            with parallel.alone_from_here(Item.config):
+                print("quiet_in", time.monotonic(), flush=True)
+                time.sleep(hold / 2)
+                print("quiet_out", time.monotonic(), flush=True)
+        else:
+            time.sleep(hold)
         print("out", time.monotonic(), flush=True)
 """)
 
@@ -77,10 +87,14 @@ def _turn(run_dir, worker: str, kind: str, hold_s: float) -> subprocess.Popen:
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
 
 
-def _span(proc: subprocess.Popen) -> tuple[float, float]:
+def _marks(proc: subprocess.Popen) -> dict[str, float]:
     out, _ = proc.communicate(timeout=30)
-    marks = dict(line.split() for line in out.splitlines())
-    return float(marks["in"]), float(marks["out"])
+    return {name: float(at) for name, at in (line.split() for line in out.splitlines())}
+
+
+def _span(proc: subprocess.Popen) -> tuple[float, float]:
+    marks = _marks(proc)
+    return marks["in"], marks["out"]
 
 
 @pytest.mark.parametrize("marker", parallel.ALONE_MARKERS)
@@ -97,3 +111,15 @@ def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path, marker):
     later = _turn(tmp_path, "gw0", "shared", 0.1)  # asks after the alone test: it waits for it, not overtakes it
     (_, r_out), (x_in, x_out), (l_in, _) = _span(running), _span(alone), _span(later)
     assert r_out <= x_in and x_out <= l_in
+
+
+def test_a_quiet_machine_test_shares_until_it_asks_and_then_overlaps_no_turn(tmp_path):
+    quiet = _turn(tmp_path, "gw0", "quiet", 6.0)  # shares for 3 s, then alone for 3 s
+    time.sleep(0.5)
+    beside = _turn(tmp_path, "gw1", "shared", 0.5)  # asks while the quiet test still shares
+    b_in, b_out = _span(beside)
+    time.sleep(max(0.0, 4.5 - 1.0 - (b_out - b_in)))
+    later = _turn(tmp_path, "gw1", "shared", 0.1)  # asks while the quiet test is alone
+    q, (l_in, l_out) = _marks(quiet), _span(later)
+    assert q["in"] < b_in < q["quiet_in"]  # ran beside it before it asked
+    assert l_in >= q["quiet_out"], (q, l_in, l_out)  # asked during the quiet block, so it waited for its end

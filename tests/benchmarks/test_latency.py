@@ -122,7 +122,7 @@ def test_a_shorter_streaming_shuffle_wait_cuts_the_stateful_real_time_median(lab
                 "--pipeline",
                 "ad_attribution",
             ),
-            *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "6", "--warmup", "0"),
+            *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "4", "--warmup", "0"),
             *("--settle", f"realtime={settle_s}"),
             *("--interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
         ]
