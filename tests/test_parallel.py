@@ -114,12 +114,21 @@ def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path, marker):
 
 
 def test_a_quiet_machine_test_shares_until_it_asks_and_then_overlaps_no_turn(tmp_path):
-    quiet = _turn(tmp_path, "gw0", "quiet", 6.0)  # shares for 3 s, then alone for 3 s
-    time.sleep(0.5)
-    beside = _turn(tmp_path, "gw1", "shared", 0.5)  # asks while the quiet test still shares
-    b_in, b_out = _span(beside)
-    time.sleep(max(0.0, 4.5 - 1.0 - (b_out - b_in)))
+    quiet = _turn(tmp_path, "gw0", "quiet", 8.0)  # shares for 4 s, then alone for 4 s
+    assert quiet.stdout is not None
+    marks = {}
+
+    def next_mark(name: str) -> None:  # read the quiet turn's output up to its line `name`
+        while name not in marks:
+            mark, at = quiet.stdout.readline().split()
+            marks[mark] = float(at)
+
+    next_mark("in")
+    b_in, b_out = _span(_turn(tmp_path, "gw1", "shared", 0.5))  # asks while the quiet test still shares
+    next_mark("quiet_in")
     later = _turn(tmp_path, "gw1", "shared", 0.1)  # asks while the quiet test is alone
-    q, (l_in, l_out) = _marks(quiet), _span(later)
-    assert q["in"] < b_in < q["quiet_in"]  # ran beside it before it asked
-    assert l_in >= q["quiet_out"], (q, l_in, l_out)  # asked during the quiet block, so it waited for its end
+    l_in, l_out = _span(later)
+    next_mark("out")
+    quiet.wait(timeout=30)
+    assert marks["in"] < b_in and b_out < marks["quiet_in"]  # ran beside it before it asked
+    assert l_in >= marks["quiet_out"], (marks, l_in, l_out)  # asked during the quiet block, so waited for its end
