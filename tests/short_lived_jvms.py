@@ -4,12 +4,15 @@ The suite starts dozens of JVMs that live seconds to a minute (Spark drivers in 
 executors on the standalone cluster, PyFlink's gateway). Their start-up is mostly class loading and JIT compiling, and
 on 2 cores that CPU is taken from the other test worker. Two cuts, measured on this project's machine:
 
-- `-XX:TieredStopAtLevel=1` (C1 only): C2's optimised code never repays its compiles in a JVM this short. A lab
-  session and a 6 s query used 11 s of machine CPU against 18-22 s with both compilers.
+- `-XX:TieredStopAtLevel=1` (C1 only): in a JVM this short, C2's compiles cost more CPU than its faster code saves.
+  A lab session and a 6 s query used 11 s of machine CPU this way against 18-22 s with both compilers (two runs each).
 - Spark's driver classes mapped from the archive `make setup` wrote (rtm_lab.spark_class_archive).
 
 What the engines do is the same; only their speed differs, and no test asserts an absolute time. The demo and the
-benchmarks run outside pytest get neither. tests/lab/test_short_lived_jvms.py checks every kind of JVM gets them.
+benchmarks run outside pytest get neither. Checked where each JVM runs: tests/lab/test_short_lived_jvms.py (drivers,
+and the executor option of a PySpark session), tests/guides/test_cluster.py (the cluster's daemons) and
+tests/guides/test_rtm_or_flink.py (PyFlink's gateway). Not reached: the executors of an application started with
+`spark-submit` on the cluster (tests/guides/test_cluster.py's), whose options come from its own command line.
 """
 
 import os

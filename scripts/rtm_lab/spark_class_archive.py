@@ -4,8 +4,8 @@ The suite starts a Spark driver JVM in its own process and in dozens of child pr
 readiness check's CLI, the copied pages' code), and each spends seconds of CPU loading and verifying the same Spark
 classes; on 2 cores those start-ups compete with whatever else runs. The JDK's AppCDS maps the classes from an archive
 instead: measured on this project's machine, a session and its first query were up in 6-8 s with the archive against
-11-13 s without. `make setup` writes the archive once (`lab.py setup --spark-archive`); tests/conftest.py puts
-`java_options()` into SPARK_SUBMIT_OPTS, which spark-submit passes to the driver JVM only (not to Kafka's, Flink's or
+11-13 s without. `make setup` writes the archive once (`lab.py setup --spark-archive`); tests/short_lived_jvms.py
+puts `java_options()` into SPARK_SUBMIT_OPTS, which spark-submit passes to the driver JVM only (not to Kafka's, Flink's or
 Prometheus's). The demo and the benchmarks' own runs leave it out: nothing they measure depends on start-up, but their
 figures should come from the JVM a reader runs.
 
