@@ -39,15 +39,31 @@ def start_time(pid: int | None) -> str:
         return ""
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        # Field 22 (start time in clock ticks since boot) counts from after the command name, which may hold spaces.
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
-        return f"{boot}:{fields[19]}"
+        return f"{boot}:{_stat_after_name(pid)[19]}"  # field 22: start time in clock ticks since boot
     except (OSError, IndexError):
         pass
     if Path("/proc/self/stat").exists():
         return ""  # Linux, and the process is gone
     result = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True)
     return result.stdout.strip()
+
+
+def _stat_after_name(pid: int) -> list[str]:
+    """/proc/PID/stat's fields from the third on (state, parent, ...): they count from after the command name, which
+    may hold spaces and parentheses."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is pid (Linux; elsewhere none are found this way)."""
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        try:
+            if entry.name.isdigit() and int(_stat_after_name(int(entry.name))[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue  # gone while we looked
+    return found
 
 
 def arguments(pid: int | None) -> list[str]:

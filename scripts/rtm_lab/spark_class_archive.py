@@ -76,6 +76,6 @@ def java_options() -> str:
 
 def use_in_children() -> None:
     """Have every Spark driver this process and its children start map the archive (SPARK_SUBMIT_OPTS)."""
-    from rtm_lab.spark import add_driver_java_options
+    from rtm_lab.spark import add_driver_java_options  # here: scripts/lab.py imports this module, not Spark's helpers
 
     add_driver_java_options(java_options())

@@ -130,6 +130,17 @@ def sleep_to_mid_interval(driver: Driver) -> None:
     time.sleep(max(0.0, last_commit_time(driver.checkpoint) + INTERVAL_S / 2 - time.time()))
 
 
+def wait_for_first_write(lab, driver: Driver, since: float, after: str) -> float:
+    """When the pipeline's first row after `since` reached Postgres (it fails at once if the driver dies)."""
+    return wait_until(
+        lambda: first_write_after(lab.postgres_dsn, driver.schema, since),
+        180,
+        f"a write after {after}",
+        0.5,
+        driver.died,
+    )
+
+
 def reconcile(lab, schema: str, counted: Counted, driver: Driver, kill_at: float, committed: dict) -> dict:
     """Wait until every key is in; assert nothing lost, one row per key, dead letters all there, replay bounded."""
     dsn, events = lab.postgres_dsn, counted.events
@@ -193,13 +204,7 @@ def test_driver_sigkill_mid_interval_resumes_from_checkpoint(lab, pipeline):
     last_commit, committed = last_commit_time(driver.checkpoint), committed_offsets(driver.checkpoint)
 
     restarted_at = driver.start()
-    first = wait_until(
-        lambda: first_write_after(lab.postgres_dsn, driver.schema, restarted_at),
-        180,
-        "a write after the restart",
-        0.5,
-        driver.died,
-    )
+    first = wait_for_first_write(lab, driver, restarted_at, "the restart")
     producer.finish(timeout_s=120)
     result = reconcile(lab, driver.schema, counted, driver, killed_at, committed)
     print(
@@ -234,13 +239,7 @@ def test_kafka_broker_sigkill_mid_stream_loses_nothing(lab, pipeline, quiet_mach
         restarted_at = time.time()
         assert restored.kafka_bootstrap == lab.kafka_bootstrap, "the broker came back on another address"
 
-        first = wait_until(
-            lambda: first_write_after(lab.postgres_dsn, driver.schema, restarted_at),
-            180,
-            "a write after the broker restart",
-            0.5,
-            driver.died,
-        )
+        first = wait_for_first_write(lab, driver, restarted_at, "the broker restart")
         producer.finish(timeout_s=180)
         result = reconcile(lab, driver.schema, counted, driver, killed_at, committed)
         assert driver.alive(), "the query did not survive the broker restart"

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from short_lived_jvms import C1_ONLY
@@ -91,18 +90,10 @@ def both_outputs(lab, spark, comparison, checkpoint, stop_after, name, done):
 def test_the_suites_flink_gateway_compiles_with_c1_only(comparison):
     """tests/short_lived_jvms.py's JVM_ARGS reaches the gateway JVM the PyFlink program starts, before the heap."""
     _, _, run = comparison
-    children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and parent_of(p) == run.pid]
-    java = [args for args in (processes.arguments(int(p.name)) for p in children) if C1_ONLY in args]
+    java = [args for args in map(processes.arguments, processes.children(run.pid)) if C1_ONLY in args]
     assert java and java[0].index(C1_ONLY) < java[0].index(f"-Xmx{driver_memory()}"), [
-        processes.arguments(int(p.name)) for p in children
+        processes.arguments(pid) for pid in processes.children(run.pid)
     ]
-
-
-def parent_of(proc: Path) -> int | None:
-    try:
-        return int((proc / "stat").read_text().rsplit(") ", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def test_transform_writes_the_same_records(lab, spark, comparison, checkpoint, stop_after):
