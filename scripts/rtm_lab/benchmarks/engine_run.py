@@ -171,13 +171,8 @@ def wait_until_primed(engine: processes.Started, bootstrap: str, pipeline: str, 
     def died() -> BaseException | None:
         if engine.running():
             return None
-        # The engine is this process's child, so waitpid has the last word: a clean-clone run under load 9.7 read
-        # running() False for a Flink program that waitpid still called running, with nothing in its log yet.
-        status = processes.exit_status(engine.pid)
-        if status == "still running":
-            return None
         return LabError(
-            f"the engine exited ({status}) before its first output; the end of "
+            f"the engine exited ({engine.how_it_ended()}) before its first output; the end of "
             f"{engine.log}:\n{processes.tail(engine.log)}"
         )
 

@@ -107,7 +107,10 @@ class FlinkRun(processes.Started):
         def died() -> BaseException | None:
             if self.running():
                 return None
-            return LabError(f"The Flink program exited; the end of its log ({self.log}):\n{processes.tail(self.log)}")
+            return LabError(
+                f"The Flink program exited ({self.how_it_ended()}); the end of its log ({self.log}):\n"
+                f"{processes.tail(self.log)}"
+            )
 
         try:
             wait_until(lambda: self.output().count(text) >= count, timeout_s, f"{text!r} x{count}", 0.5, died)
