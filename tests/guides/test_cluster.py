@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from short_lived_jvms import C1_ONLY
+from short_lived_jvms import C1_ONLY, submit_defaults
 
 from rtm_lab import loadgen, processes, sink_check, standalone
 from rtm_lab.paths import PROJECT_ROOT
@@ -60,6 +60,9 @@ def slot_needs(spark, bootstrap: str, topic: str):
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
     return tuple(needs)
+
+
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
 
 def launched_executors(cluster: standalone.Cluster) -> list[int]:
@@ -108,6 +111,8 @@ def test_pipeline_on_a_standalone_cluster_loses_nothing(
         "KAFKA_BOOTSTRAP_SERVERS": lab.kafka_bootstrap,
         "POSTGRES_DSN": lab.postgres_dsn,
         "SCHEMA": pg_schema,
+        # The suite's executor option (tests/short_lived_jvms.py), from a conf file: the script is the page's.
+        "SPARK_CONF_DIR": str(submit_defaults(tmp_path / "conf")),
     }
     log = tmp_path / "submit.log"
     pid = processes.spawn(["sh", "submit_cluster.sh"], log, env=env, cwd=folder)
@@ -123,6 +128,7 @@ def test_pipeline_on_a_standalone_cluster_loses_nothing(
         wait_until(complete, 300, f"{len(events.keys)} keys in Postgres", 1.0, died)
         found = sink_check.counts(lab.postgres_dsn, pg_schema, "events")
         launched = [n - b for n, b in zip(launched_executors(cluster), before, strict=True)]
+        executors = [processes.arguments(pid) for pid in processes.find(EXECUTOR_CLASS)]
     finally:
         processes.stop(pid, timeout=30)
 
@@ -131,6 +137,7 @@ def test_pipeline_on_a_standalone_cluster_loses_nothing(
     assert found.dead_letters == events.bad
     assert found.distinct_keys == events.valid + events.bad - events.duplicates - found.dead_letters
     assert all(n >= 1 for n in launched), f"executors per worker: {launched}; both workers must run one"
+    assert executors and all(C1_ONLY in args for args in executors), executors
     print(
         f"\nslots {need}; executors per worker {launched}; {found.distinct_keys} keys, {found.dead_letters} dead letters"
     )
