@@ -12,10 +12,13 @@ def test_a_child_is_running_stopped_and_reported_by_waitpid_even_when_proc_does_
     pid = processes.spawn([sys.executable, "-c", "import time; time.sleep(60)"], log)
     # A marker the child does not carry and a wrong start time: is_ours says no, as it did for the Flink program.
     child = processes.Started(pid, "not-its-start-time", "--no-such-argument", tmp_path, log)
-    assert not processes.is_ours(pid, child.started, child.marker)
-    assert child.running()
-    assert child.stop() and not processes.is_alive(pid)
-    assert not child.running() and child.how_it_ended() == "stopped by the lab"
+    try:
+        assert not processes.is_ours(pid, child.started, child.marker)
+        assert child.running()
+        assert child.stop() and not processes.is_alive(pid)
+        assert not child.running() and child.how_it_ended() == "stopped by the lab"
+    finally:
+        processes.stop(pid, timeout=5.0)  # a failed assertion must not leave the sleeper behind
 
 
 def test_an_exit_code_is_kept_once_reaped(tmp_path):
