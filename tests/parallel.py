@@ -92,17 +92,34 @@ GROUPS = {
         "tests/reference/test_slot_sizing.py",
     ),
 }
-# Handed out first, longest first (by pytest --durations on the 2-core machine), so the run does not end with one
-# worker on a long unit while the other is idle; the rest follow in collection order.
+# Handed out first, longest first (each unit's wall time in a fresh-clone run of the suite on the 2-core machine,
+# waits for `alone` tests included), so the run does not end with one worker on a long unit while the other is idle:
+# the short units left at the end fill the gaps. The rest follow in collection order.
 LONGEST_FIRST = (
     "cluster",
-    "tests/benchmarks/test_latency.py",
     "prometheus",
-    "flink",
-    "tests/reference/test_support_matrix.py",
+    "tests/benchmarks/test_latency.py",
     "tests/docs/test_copy.py",
+    "tests/reference/test_support_matrix.py",
+    "flink",
+    "tests/guides/test_kills.py",
+    "tests/reference/test_allowlist_off.py",
     "tests/reference/test_readiness_check.py",
+    "tests/lab/test_lab_cli.py",
     "tests/benchmarks/test_interval_sweep.py",
+    "tests/guides/test_ad_attribution_rtm.py",
+    "tests/benchmarks/test_boundary_settings.py",
+    "tests/docs/test_browser.py",
+    "tests/guides/test_sink_hardening.py",
+    "tests/reference/test_setup.py",
+    "tests/guides/test_ad_attribution.py",
+    "tests/reference/test_delivery_semantics.py",
+    "tests/guides/test_postgres_jvm_writer.py",
+    "tests/test_concepts.py",
+    "tests/reference/test_errors.py",
+    "tests/lab/test_bad_input.py",
+    "tests/benchmarks/test_recovery.py",
+    "tests/test_parallel.py",
 )
 
 
