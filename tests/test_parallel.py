@@ -36,9 +36,9 @@ def test_units_stay_whole_and_the_longest_go_first():
     parallel.order(items)  # type: ignore[arg-type]
     assert [item.nodeid for item in items] == [
         "tests/guides/test_cluster.py::test_1",
-        "tests/benchmarks/test_latency.py::test_1",
         "tests/guides/test_monitoring.py::test_1",
         "tests/lab/test_loopback.py::test_1",
+        "tests/benchmarks/test_latency.py::test_1",
         "tests/a/test_x.py::test_1",
         "tests/a/test_x.py::test_2",
     ]
