@@ -112,8 +112,9 @@ def pg_schema(lab) -> Iterator[str]:
 @pytest.fixture
 def quiet_machine(request) -> Callable[[], AbstractContextManager[None]]:
     """For a test marked `timing` or `alone` whose first steps neither measure nor disturb anything: it runs beside
-    other tests until `with quiet_machine():`, and alone inside that block (tests/parallel.py)."""
-    return lambda: parallel.alone_from_here(request.config)
+    other tests until `with quiet_machine():`, and inside that block alone, or for a `timing` test first in line for
+    the CPU (tests/parallel.py)."""
+    return lambda: parallel.quiet_from_here(request.node)
 
 
 @pytest.fixture

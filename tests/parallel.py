@@ -5,12 +5,16 @@ share the machine's two cores better than one. They share one lab, so three rule
 
 - The lab is started by whichever worker asks first (`rtm_lab.lab.up` holds a lock; the second finds it running) and
   stopped once, by the controller, after every worker has finished: each worker writes down what it started.
-- A test marked `alone` (it restarts, kills or re-passwords a lab service) or `timing` (it asserts a ratio of timings
-  another test's load could upset) runs while no other test does: every test
+- A test marked `alone` (it restarts, kills or re-passwords a lab service) runs while no other test does: every test
   holds a shared lock from its setup to its teardown, an `alone` test holds it exclusively. A gate taken before either
-  keeps a waiting `alone` test from being overtaken again and again by the other worker's next test. Such a test that
-  takes the `quiet_machine` fixture shares until it enters `with quiet_machine():`, and is alone from there on to the
-  block's end: a JVM it starts first runs beside the other worker's test instead of leaving that worker idle.
+  keeps a waiting `alone` test from being overtaken again and again by the other worker's next test.
+- A test marked `timing` (it asserts a ratio of timings another test's load could upset) runs while the other workers'
+  processes yield the CPU to it (tests/cpu_priority.py: each worker in a cgroup of its own, the others' weight at the
+  minimum): their tests go on with what CPU it leaves, and two timing tests never overlap. Where that is not possible
+  (not root, no cgroup v1 `cpu` controller), a timing test runs alone.
+- Such a test that takes the `quiet_machine` fixture shares until it enters `with quiet_machine():`, and is alone (or
+  first in line for the CPU) from there on to the block's end: a JVM it starts first runs beside the other worker's
+  test instead of leaving that worker idle.
 - Tests of one module run on one worker, in order (a module's fixtures are set up once), and `GROUPS` puts several
   modules together (all that start and stop the lab's Prometheus, all that use the standalone cluster).
 
@@ -26,7 +30,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import cpu_priority
 import pytest
+
+from rtm_lab import lab as lab_module
 
 RUN_DIR = "RTM_TEST_RUN_DIR"  # set by the controller before the workers start; they inherit it
 
@@ -40,9 +47,16 @@ def is_controller(config: pytest.Config) -> bool:
     return not is_worker(config) and bool(getattr(config.option, "numprocesses", None))
 
 
+_priority = {"joined": False}
+
+
 def configure(config: pytest.Config) -> None:
     if is_controller(config):
         os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="rtm-test-run-")
+    folder = run_dir()
+    if is_worker(config) and folder is not None and cpu_priority.available():
+        cpu_priority.join(folder, config.workerinput["workerid"])
+        _priority["joined"] = True
 
 
 def run_dir() -> Path | None:
@@ -67,6 +81,8 @@ def started_by_workers() -> set[str]:
 def finish(config: pytest.Config) -> None:
     folder = run_dir()
     if is_controller(config) and folder is not None:
+        if cpu_priority.available():
+            cpu_priority.remove(folder)
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -158,10 +174,12 @@ def make_scheduler(config: pytest.Config, log):
     return ModuleGroups(config, log)
 
 
-# A test with either marker runs while no other test does: `alone` restarts, kills or re-passwords a lab service;
+ALONE, TIMING, SHARED = "alone", "timing", "shared"
+# A test marked `alone` runs while no other test does: it restarts, kills or re-passwords a lab service. A test marked
 # `timing` asserts a ratio of timings (or a timing against a configured interval) that another test's Spark, sharing
-# two cores, could upset: under two workers such tests failed (shuffle-wait ratio, quick recovery, foreach flush).
-ALONE_MARKERS = ("alone", "timing")
+# two cores, could upset: under two workers with no precedence such tests failed (shuffle-wait ratio, quick
+# recovery, foreach flush). It runs first in line for the CPU, or alone where that cannot be arranged.
+ALONE_MARKERS = (ALONE, TIMING)
 
 _locks: dict[str, int] = {}
 
@@ -172,9 +190,19 @@ def _fd(folder: Path, name: str) -> int:
     return _locks[name]
 
 
-# A test with either marker that takes this fixture starts beside other tests and runs alone from the moment it asks
-# (`with quiet_machine():`): what it starts first (a JVM, a query, a pipeline) is not what it measures or disturbs.
+# A test with either marker that takes this fixture starts beside other tests and is alone (or first for the CPU)
+# from the moment it asks (`with quiet_machine():`): what it starts first (a JVM, a query, a pipeline) is not what it
+# measures or disturbs.
 QUIET_LATER = "quiet_machine"
+
+
+def mode(item: pytest.Item) -> str:
+    """How the test shares the machine: ALONE, TIMING (the others yield the CPU) or SHARED."""
+    if item.get_closest_marker(ALONE) is not None:
+        return ALONE
+    if item.get_closest_marker(TIMING) is not None:
+        return TIMING if _priority["joined"] else ALONE
+    return SHARED
 
 
 def _take(folder: Path, how: int) -> int:
@@ -188,33 +216,57 @@ def _take(folder: Path, how: int) -> int:
     return lock
 
 
-def runs_alone_from_setup(item: pytest.Item) -> bool:
-    marked = any(item.get_closest_marker(name) is not None for name in ALONE_MARKERS)
-    return marked and QUIET_LATER not in getattr(item, "fixturenames", ())
+def _shared_services() -> list[int]:
+    """The lab's own services (whichever worker started them): every test uses them, a timing test too."""
+    state = lab_module.recorded()
+    return [s.pid for s in (state.kafka, state.postgres, state.prometheus) if s.pid and not s.external]
 
 
 @contextmanager
-def turn(item: pytest.Item) -> Iterator[None]:
-    """Hold the run's test lock for one test's setup, call and teardown: shared, or exclusive for an `alone` test."""
-    folder = run_dir()
-    if folder is None or not is_worker(item.config):
-        yield
-        return
-    lock = _take(folder, fcntl.LOCK_EX if runs_alone_from_setup(item) else fcntl.LOCK_SH)
+def _first_for_cpu(folder: Path, config: pytest.Config) -> Iterator[None]:
+    """One timing test at a time, with the other workers' processes at the lowest CPU weight."""
+    lock = _fd(folder, "timing")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     try:
-        yield
+        with cpu_priority.others_yield(folder, config.workerinput["workerid"], _shared_services()):
+            yield
     finally:
         fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @contextmanager
-def alone_from_here(config: pytest.Config) -> Iterator[None]:
-    """Within a test's shared turn: let go of it, wait for the machine through the gate (as an `alone` test does),
-    hold it alone until the block ends, then share again for the rest of the turn. Letting go before waiting means two
-    workers asking at once cannot each hold what the other waits for."""
+def turn(item: pytest.Item) -> Iterator[None]:
+    """Hold the run's test lock for one test's setup, call and teardown: shared, or exclusive for an `alone` test; a
+    `timing` test also holds the CPU first (both unless it takes `quiet_machine`, which asks later)."""
     folder = run_dir()
-    if folder is None or not is_worker(config):
+    if folder is None or not is_worker(item.config):
         yield
+        return
+    how, later = mode(item), QUIET_LATER in getattr(item, "fixturenames", ())
+    lock = _take(folder, fcntl.LOCK_EX if how == ALONE and not later else fcntl.LOCK_SH)
+    try:
+        if how == TIMING and not later:
+            with _first_for_cpu(folder, item.config):
+                yield
+        else:
+            yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextmanager
+def quiet_from_here(item: pytest.Item) -> Iterator[None]:
+    """Within a test's shared turn: a timing test takes the CPU first until the block ends. Otherwise let go of the
+    turn, wait for the machine through the gate (as an `alone` test does), hold it alone until the block ends, then
+    share again for the rest of the turn. Letting go before waiting means two workers asking at once cannot each hold
+    what the other waits for."""
+    folder = run_dir()
+    if folder is None or not is_worker(item.config):
+        yield
+        return
+    if mode(item) == TIMING:
+        with _first_for_cpu(folder, item.config):
+            yield
         return
     lock = _fd(folder, "tests")
     fcntl.flock(lock, fcntl.LOCK_UN)

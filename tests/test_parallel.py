@@ -1,11 +1,14 @@
 """tests/parallel.py, the rules two workers share one lab by: units kept whole, longest first, and an `alone` test
 run while no other test runs."""
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
 import time
 
+import cpu_priority
 import parallel
 import pytest
 
@@ -60,6 +63,10 @@ TURN = textwrap.dedent("""
         workerinput = {"workerid": sys.argv[1]}
 
     kind, hold = sys.argv[2], float(sys.argv[3])
+    if kind.endswith("+cpu"):  # a worker in its own cgroup, as parallel.configure puts it where it can
+        kind = kind.removesuffix("+cpu")
+        parallel.cpu_priority.join(parallel.run_dir(), sys.argv[1])
+        parallel._priority["joined"] = True
 
     class Item:
         config = Config()
@@ -69,9 +76,13 @@ TURN = textwrap.dedent("""
 
     with parallel.turn(Item()):
         print("in", time.monotonic(), flush=True)
+        if kind == "timing":  # the other worker's weight while this turn holds the CPU first
+            for group in parallel.cpu_priority.base(parallel.run_dir()).iterdir():
+                if group.is_dir() and group.name != sys.argv[1]:
+                    print("others", (group / "cpu.shares").read_text().strip(), flush=True)
         if kind == "quiet":  # shares for the first half, then asks for the machine
             time.sleep(hold / 2)
-            with parallel.alone_from_here(Item.config):
+            with parallel.quiet_from_here(Item()):
                 print("quiet_in", time.monotonic(), flush=True)
                 time.sleep(hold / 2)
                 print("quiet_out", time.monotonic(), flush=True)
@@ -132,3 +143,68 @@ def test_a_quiet_machine_test_shares_until_it_asks_and_then_overlaps_no_turn(tmp
     quiet.wait(timeout=30)
     assert marks["in"] < b_in and b_out < marks["quiet_in"]  # ran beside it before it asked
     assert l_in >= marks["quiet_out"], (marks, l_in, l_out)  # asked during the quiet block, so waited for its end
+
+
+def test_a_timing_turn_runs_beside_shared_turns_first_for_the_cpu_and_never_beside_another(tmp_path):
+    if not cpu_priority.available():  # not root, or no cgroup v1 `cpu` controller: it runs alone instead
+
+        class Timing:
+            def get_closest_marker(self, name):
+                return object() if name == "timing" else None
+
+        assert parallel.mode(Timing()) == parallel.ALONE  # type: ignore[arg-type]
+        return
+    try:
+        running = _turn(tmp_path, "gw0", "shared+cpu", 3.0)
+        time.sleep(1.0)
+        timing = _turn(tmp_path, "gw1", "timing+cpu", 1.0)
+        run, marks = _marks(running), _marks(timing)
+        assert marks["in"] < run["out"]  # it did not wait for the shared turn to end
+        assert marks["others"] == float(cpu_priority.LOW_SHARES)  # the other worker's group yielded meanwhile
+        shares = cpu_priority.base(tmp_path) / "gw0" / "cpu.shares"
+        assert shares.read_text().strip() == str(cpu_priority.NORMAL_SHARES)  # and has its weight back
+
+        first = _turn(tmp_path, "gw0", "timing+cpu", 2.0)
+        time.sleep(1.0)
+        second = _turn(tmp_path, "gw1", "timing+cpu", 0.5)
+        (_, a_out), (b_in, _) = _span(first), _span(second)
+        assert a_out <= b_in  # one timing turn at a time
+    finally:
+        cpu_priority.remove(tmp_path)
+
+
+# A worker's stand-in: joins its group, starts a child (as a worker starts the lab's broker), prints both pids, waits.
+MEMBER = textwrap.dedent("""
+    import subprocess, sys, time
+    from pathlib import Path
+    import cpu_priority
+
+    cpu_priority.join(Path(sys.argv[1]), sys.argv[2])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    print(child.pid, flush=True)
+    time.sleep(60)
+""")
+
+
+def test_the_shared_services_leave_the_yielding_group_and_the_weight_comes_back(tmp_path):
+    if not cpu_priority.available():
+        return  # what replaces it (the timing test runs alone) is the test above's first branch
+    env = {"PYTHONPATH": str(PROJECT_ROOT / "tests"), "PATH": "/usr/bin:/bin"}
+    member = subprocess.Popen([sys.executable, "-c", MEMBER, str(tmp_path), "gw9"], env=env, stdout=subprocess.PIPE)
+    service = None
+    try:
+        assert member.stdout is not None
+        service = int(member.stdout.readline())
+        group = f"/{cpu_priority.base(tmp_path).name}/gw9"
+        assert cpu_priority.group_of(member.pid) == cpu_priority.group_of(service) == group
+        with cpu_priority.others_yield(tmp_path, "gw0", shared=[service]):
+            assert (cpu_priority.base(tmp_path) / "gw9" / "cpu.shares").read_text().strip() == "2"
+            assert cpu_priority.group_of(service) == "/" and cpu_priority.group_of(member.pid) == group
+        assert (cpu_priority.base(tmp_path) / "gw9" / "cpu.shares").read_text().strip() == "1024"
+    finally:
+        member.kill()
+        member.wait()
+        if service is not None:
+            os.kill(service, signal.SIGKILL)
+        cpu_priority.remove(tmp_path)
+        assert not cpu_priority.base(tmp_path).exists()

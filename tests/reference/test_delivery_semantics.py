@@ -34,7 +34,8 @@ def sink_records(lab, sink, expected):
     return topics.read_all(lab.kafka_bootstrap, sink, expected=expected, timeout_s=1.0)
 
 
-@pytest.mark.timing
+# Not `timing`: the one time it depends on is rows B reaching the sink inside a 60-second interval (they take about a
+# second), a margin no load on this machine comes near; the rest is counted in rows and commits.
 def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_topic, checkpoint, stop_after):
     source, sink = kafka_topic(partitions=2), kafka_topic(partitions=2)
     produce = lambda ids: topics.produce_json(lab.kafka_bootstrap, source, ({"id": i} for i in ids))  # noqa: E731
