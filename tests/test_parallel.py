@@ -76,7 +76,7 @@ TURN = textwrap.dedent("""
 
     with parallel.turn(Item()):
         print("in", time.monotonic(), flush=True)
-        if kind == "timing":  # the other worker's weight while this turn holds the CPU first
+        if kind == "timing" and parallel._priority["joined"]:  # the other worker's weight while it is first for the CPU
             for group in parallel.cpu_priority.base(parallel.run_dir()).iterdir():
                 if group.is_dir() and group.name != sys.argv[1]:
                     print("others", (group / "cpu.shares").read_text().strip(), flush=True)
