@@ -38,9 +38,10 @@ lint: $(VENV)/.installed
 	$(PY) scripts/skills.py validate
 	$(PY) scripts/tables.py all --check
 
-# Two workers by default (tests/parallel.py says how they share one lab; a test marked `timing` or `alone` runs while
-# no other does). The suite is mostly CPU-bound on 2 cores, so they gain less than 2x: 30:51 -> 26:08 of pytest time
-# from a fresh clone, measured before the other cuts. PYTEST_WORKERS=0 runs everything in one process.
+# Two workers by default (tests/parallel.py says how they share one lab: a test marked `alone` runs while no other
+# does, one marked `timing` runs first in line for the CPU). The suite is mostly CPU-bound on 2 cores, so they gain
+# less than 2x: 30:51 -> 26:08 of pytest time from a fresh clone, measured before the other cuts.
+# PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 PARALLEL := -n $(PYTEST_WORKERS)
 

@@ -1,5 +1,6 @@
-"""tests/parallel.py, the rules two workers share one lab by: units kept whole, longest first, and an `alone` test
-run while no other test runs."""
+"""tests/parallel.py, the rules two workers share one lab by: units kept whole, longest first, an `alone` test run
+while no other test runs, and a `timing` test first in line for the CPU (tests/cpu_priority.py), or alone where a
+worker cannot have a cgroup of its own."""
 
 import os
 import signal
@@ -108,6 +109,8 @@ def _span(proc: subprocess.Popen) -> tuple[float, float]:
     return marks["in"], marks["out"]
 
 
+# The turns' processes have no cgroup of their own here (they do not pass "+cpu"): a timing turn runs alone, as it
+# does where the cgroup controller is not writable.
 @pytest.mark.parametrize("marker", parallel.ALONE_MARKERS)
 def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path, marker):
     # Held 3 s each: two Python starts on a busy machine stay well inside that.
