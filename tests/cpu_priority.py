@@ -18,6 +18,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rtm_lab import processes
+
 ROOT = Path("/sys/fs/cgroup/cpu")
 LOW_SHARES = 2  # the kernel's minimum: against 1024, about 0.2 % of a contended CPU
 NORMAL_SHARES = 1024
@@ -48,28 +50,16 @@ def group_of(pid: int) -> str:
     return "/"
 
 
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(") ", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            kids.setdefault(ppid, []).append(int(entry.name))
-    return kids
-
-
 def to_root(pids: Iterable[int]) -> None:
     """Move each process and its descendants to the root group (a process that has exited is skipped)."""
-    kids, stack = _children(), list(pids)
+    stack = list(pids)
     while stack:
         pid = stack.pop()
         try:
             (ROOT / "cgroup.procs").write_text(str(pid))
         except (ProcessLookupError, FileNotFoundError):
             continue
-        stack.extend(kids.get(pid, []))
+        stack.extend(processes.children(pid))
 
 
 @contextmanager
