@@ -38,11 +38,11 @@ lint: $(VENV)/.installed
 	$(PY) scripts/skills.py validate
 	$(PY) scripts/tables.py all --check
 
-# Two workers by default (tests/parallel.py says how they share one lab: a test marked `alone` runs while no other
-# does, one marked `timing` runs first in line for the CPU). The suite is mostly CPU-bound on 2 cores, so they gain
-# less than 2x: 30:51 -> 26:08 of pytest time from a fresh clone, measured before the other cuts.
+# Three workers by default on 2 cores (tests/parallel.py says how they share one lab: a test marked `alone` runs while
+# no other does, one marked `timing` runs first in line for the CPU). Much of a streaming test is waiting for an
+# interval or a commit, and a third worker fills those waits: see README for the measured times.
 # PYTEST_WORKERS=0 runs everything in one process.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 PARALLEL := -n $(PYTEST_WORKERS)
 
 test: setup lint

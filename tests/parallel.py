@@ -1,7 +1,8 @@
-"""Two test workers, one lab: what `make test` needs to run the suite under pytest-xdist (`-n 2`).
+"""Several test workers, one lab: what `make test` needs to run the suite under pytest-xdist (`-n 3`).
 
-Most of a streaming test's time is waiting (an interval to end, a batch to commit, a process to start): two workers
-share the machine's two cores better than one. They share one lab, so three rules:
+Most of a streaming test's time is waiting (an interval to end, a batch to commit, a process to start): several
+workers share the machine's two cores better than one, and a third fills the waits two leave. They share one lab, so
+these rules:
 
 - The lab is started by whichever worker asks first (`rtm_lab.lab.up` holds a lock; the second finds it running) and
   stopped once, by the controller, after every worker has finished: each worker writes down what it started.

@@ -85,7 +85,8 @@ def test_jvm_writer_beats_python_writer_latency(
         samples = sink_check.e2e_latencies_ms(lab.postgres_dsn, pg_schema, name, since_created_ms=since)
         assert len(samples) == len(events.keys)
         p50[name] = float(np.percentile(samples, 50))
-    assert p50["py_events"] > 3 * p50["jvm_events"], p50
+    print(f"\nmedian end-to-end latency, ms: {p50}")
+    assert p50["py_events"] > 5 * p50["jvm_events"], p50
 
 
 def test_the_page_names_the_pinned_pgjdbc():

@@ -74,12 +74,12 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     assert len(latest_per_key(records)) == 10
 
 
-@pytest.mark.timing
 def test_python_foreach_gets_few_rows_before_the_interval_ends(
     spark, lab, kafka_topic, checkpoint, tmp_path, stop_after
 ):
-    """Python foreach, low volume: rows wait in Spark's buffers for the interval end, so a mid-interval stop has
-    delivered none of them (stop() drops them), and the restart delivers each once."""
+    """Python foreach, low volume: rows wait in Spark's buffers for the interval end, so 5 s into a 60 s interval the
+    writer has none of them. The stop may hand some over as the task closes (a race with its interruption: seen both
+    ways); it commits nothing, so the restart delivers every row again."""
     source = kafka_topic(partitions=2)
     out = tmp_path / "foreach"
     out.mkdir()
@@ -100,7 +100,7 @@ def test_python_foreach_gets_few_rows_before_the_interval_ends(
     assert written() == after_a, "a Python foreach writer got rows before the interval ended"
     q2.stop()
     delivered_by_stop = Counter(written()) - Counter(after_a)
-    assert not delivered_by_stop, "stopping mid-interval flushed buffered rows to the writer"
+    assert max(delivered_by_stop.values(), default=0) <= 1, delivered_by_stop
     assert rows_committed(checkpoint) == 5
 
     q3 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, SHORT))
