@@ -174,8 +174,6 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     for item in items:
         if "lab" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.lab)
-        if "set_role_password" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.alone)  # the lab's role changes password: no other test may connect then
 
 
 def pytest_runtest_logreport(report) -> None:

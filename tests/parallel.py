@@ -6,7 +6,7 @@ these rules:
 
 - The lab is started by whichever worker asks first (`rtm_lab.lab.up` holds a lock; the second finds it running) and
   stopped once, by the controller, after every worker has finished: each worker writes down what it started.
-- A test marked `alone` (it restarts, kills or re-passwords a lab service) runs while no other test does: every test
+- A test marked `alone` (it kills or restarts a lab service) runs while no other test does: every test
   holds a shared lock from its setup to its teardown, an `alone` test holds it exclusively. A gate taken before either
   keeps a waiting `alone` test from being overtaken again and again by the other worker's next test.
 - A test marked `timing` (it asserts a ratio of timings another test's load could upset) runs while the other workers'
@@ -176,10 +176,10 @@ def make_scheduler(config: pytest.Config, log):
 
 
 ALONE, TIMING, SHARED = "alone", "timing", "shared"
-# A test marked `alone` runs while no other test does: it restarts, kills or re-passwords a lab service. A test marked
+# A test marked `alone` runs while no other test does: it kills or restarts a lab service. A test marked
 # `timing` asserts a ratio of timings (or a timing against a configured interval) that another test's Spark, sharing
 # two cores, could upset: under two workers with no precedence such tests failed (shuffle-wait ratio, quick
-# recovery, foreach flush). It runs first in line for the CPU, or alone where that cannot be arranged.
+# recovery). It runs first in line for the CPU, or alone where that cannot be arranged.
 ALONE_MARKERS = (ALONE, TIMING)
 
 _locks: dict[str, int] = {}

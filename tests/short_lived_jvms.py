@@ -13,7 +13,9 @@ benchmarks run outside pytest get neither. Checked where each JVM runs: tests/la
 and the executor option of a PySpark session), tests/guides/test_cluster.py (the cluster's daemons) and
 tests/guides/test_rtm_or_flink.py (PyFlink's gateway). The executors of an application started with `spark-submit`
 (tests/guides/test_cluster.py's) take theirs from a spark-defaults.conf, `submit_defaults` below: the page's submit
-script stays as the reader sees it.
+script stays as the reader sees it. The copied pages' programs (tests/docs/test_copy.py) run in a reader's
+environment built from nothing and get C1 only, through its SPARK_SUBMIT_OPTS (the archive fits only the project's
+own PySpark install).
 """
 
 import os

@@ -40,15 +40,15 @@ def expected_reasons(events: loadgen.EventMix) -> dict[str, int]:
     return reasons
 
 
-def assert_exact(lab, schema: str, events: loadgen.EventMix, query) -> sink_check.SinkCounts:
-    found = sink_check.wait_for(
-        lab.postgres_dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=90, query=query
-    )
+def assert_exact(lab, schema: str, events: loadgen.EventMix, query, dsn: str | None = None) -> sink_check.SinkCounts:
+    """Every key in `schema` once, every bad record a dead letter, on the lab's server unless `dsn` names another."""
+    dsn = dsn or lab.postgres_dsn
+    found = sink_check.wait_for(dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=90, query=query)
     assert query.exception() is None
     lost = len(events.keys) - found.distinct_keys
     assert lost == 0, f"{lost} keys never reached Postgres"
     assert found.duplicate_keys == 0
-    assert set(sink_check.keys(lab.postgres_dsn, schema, TABLE)) == events.keys
+    assert set(sink_check.keys(dsn, schema, TABLE)) == events.keys
     assert dict(found.reasons) == expected_reasons(events)
     # The equation the issue asks for, every term counted on its own side.
     assert events.valid + events.bad == found.distinct_keys + events.duplicates + found.dead_letters

@@ -89,9 +89,7 @@ def watch_kafka_sink(
             "bootstrap.servers": bootstrap,
             "group.id": f"rtm-monitor-{sink}",  # never joined: partitions are assigned
             "enable.auto.commit": False,
-            # fetch.wait.max.ms stays at its default (500 ms): the broker answers as
-            # soon as a record is there, and latency is read from broker timestamps,
-            # so a shorter wait would only keep the broker busy while the sink idles.
+            "fetch.wait.max.ms": 10,
             # A broker that does not answer is reported once, by the exception below,
             # not by librdkafka's own log line for every try.
             "log_level": 2,

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from short_lived_jvms import C1_ONLY
 
 from rtm_lab.paths import PROJECT_ROOT
 
@@ -245,8 +246,11 @@ def reader_env(tmp_path_factory, lab) -> dict[str, str]:
         "SPARK_CONF_DIR": str(conf),
         "KAFKA_BOOTSTRAP_SERVERS": lab.kafka_bootstrap,
         "POSTGRES_DSN": lab.postgres_dsn,
-        # The harness's rule, not the reader's: drivers started here listen on loopback only (see rtm_lab.spark).
+        # The harness's rules, not the reader's: drivers started here listen on loopback only (see rtm_lab.spark),
+        # and compile with C1 only, as the suite's other short-lived JVMs do (tests/short_lived_jvms.py): a reader's
+        # program runs the same, only its start-up costs the machine less.
         "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_SUBMIT_OPTS": C1_ONLY,
     }
     if os.environ.get("JAVA_HOME"):
         env["JAVA_HOME"] = os.environ["JAVA_HOME"]

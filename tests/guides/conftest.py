@@ -1,38 +1,69 @@
-"""Fixtures of the Postgres writer tests: change the lab role's own password, restored after the test."""
+"""Fixtures of the Postgres writer tests: a PostgreSQL server of a test's own, which it may restart or re-password
+while every other test goes on using the lab's."""
 
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import psycopg2
 import pytest
 from sink_helpers import with_password
 
+from rtm_lab import ports, postgres
+from rtm_lab.errors import LabError
 
-@pytest.fixture
-def set_role_password(lab, quiet_machine) -> Iterator[Callable[[str], None]]:
-    """set_role_password(new): ALTER ROLE of the lab's own role (any role may change its own password; the lab's
-    scram-sha-256 rule checks it over TCP). The original password is put back when the test ends.
+SCHEMA = "sink"
 
-    No other test may connect while the password is not the lab's: the test runs beside others until its first
-    change, and alone from then until the original is back (tests/parallel.py)."""
-    original = psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"]
-    current = [original]
-    alone, held = ExitStack(), []
 
-    def change(new: str) -> None:
-        if not held:  # the first change: alone from here to the end of the teardown
-            alone.enter_context(quiet_machine())
-            held.append(True)
-        conn = psycopg2.connect(with_password(lab.postgres_dsn, current[0]))
+@dataclass
+class OwnPostgres:
+    root: Path
+    port: int
+    password: str = postgres.PASSWORD
+    schema: str = SCHEMA
+
+    @property
+    def dsn(self) -> str:
+        """The DSN with the role's current password."""
+        return with_password(postgres.dsn(self.port), self.password)
+
+    def restart(self) -> None:
+        postgres.stop(self.root)
+        postgres.start(self.root, self.port)
+
+    def set_role_password(self, new: str) -> None:
+        """ALTER ROLE of the server's own role (any role may change its own password; the lab's scram-sha-256 rule
+        checks it over TCP)."""
+        conn = psycopg2.connect(self.dsn)
         conn.autocommit = True
         try:
             with conn.cursor() as cur:
                 cur.execute("ALTER ROLE CURRENT_USER PASSWORD %s", (new,))
         finally:
             conn.close()
-        current[0] = new
+        self.password = new
 
-    with alone:
-        yield change
-        if current[0] != original:
-            change(original)
+
+@pytest.fixture
+def own_postgres(tmp_path_factory) -> Iterator[OwnPostgres]:
+    """A server started from the lab's PostgreSQL binaries in a fresh folder, with the lab's role, database and a
+    `sink` schema; removed after the test. A restart or a password change there disturbs no other test, so such a
+    test runs beside the others (the lab's server would need it to run alone)."""
+    root = tmp_path_factory.mktemp("own-postgres")
+    server = OwnPostgres(root, ports.free_port())
+    try:
+        postgres.start(root, server.port)
+    except LabError as error:
+        postgres.remove(root)
+        pytest.fail(f"This test starts a PostgreSQL server of its own: {error}", pytrace=False)
+    try:
+        conn = psycopg2.connect(server.dsn)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE SCHEMA {SCHEMA}")
+        finally:
+            conn.close()
+        yield server
+    finally:
+        postgres.remove(root)

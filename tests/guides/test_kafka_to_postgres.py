@@ -6,20 +6,16 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
-import psycopg2
 import pytest
 from sink_helpers import TABLE, assert_exact, produce
 
-from rtm_lab import lab as lab_module
-from rtm_lab import loadgen, postgres, sink_check, standalone
+from rtm_lab import loadgen, sink_check, standalone
 from rtm_lab.apps.faults import RecordingSink
 from rtm_lab.benchmarks.sink import dropped_by_spark
 from rtm_lab.intervals import TEST_INTERVAL
-from rtm_lab.paths import state_dir
 from rtm_lab.waiting import wait_until
 from snippets.guides.kafka_to_postgres import start_pipeline
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
@@ -29,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 
 def make_sink(lab, schema: str, **overrides) -> SinkConfig:
-    config = SinkConfig(dsn=lab.postgres_dsn, schema=schema, table=TABLE, **{"max_rows": 200, **overrides})
+    config = SinkConfig(schema=schema, table=TABLE, **{"dsn": lab.postgres_dsn, "max_rows": 200, **overrides})
     create_tables(config)
     return config
 
@@ -86,39 +82,23 @@ def test_stop_and_restart_from_checkpoint_loses_nothing(spark, lab, kafka_topic,
     assert_exact(lab, pg_schema, events, second)
 
 
-def restart_postgres(lab, sink_application: str) -> str:
-    """Restart the lab's own server; a server the lab did not start is left running and the sink's connections
-    are cut instead, which is the same fault from the writer's side."""
-    state = lab_module.status()
-    if not state.postgres.external:
-        postgres.stop(state_dir())
-        time.sleep(1.0)
-        postgres.start(state_dir(), state.postgres.port)
-        return "restarted"
-    with psycopg2.connect(lab.postgres_dsn) as conn, conn.cursor() as cur:
-        cur.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (sink_application,)
-        )
-    conn.close()
-    return "connections terminated"
-
-
-@pytest.mark.alone  # restarts the lab's Postgres
-def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, pg_schema, checkpoint, stop_after):
+def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, own_postgres, checkpoint, stop_after):
+    """The sink writes to a server of the test's own, restarted mid-stream (the lab's serves every other test)."""
     topic = kafka_topic(partitions=2)
-    config = make_sink(lab, pg_schema, application_name=f"sink-{pg_schema}")
+    dsn, schema = own_postgres.dsn, own_postgres.schema
+    config = make_sink(lab, schema, dsn=dsn)
     events = produce(lab, topic, count=600, duplicate_pct=10)
 
     query = stop_after(
         start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
     )
-    mid = sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, rows=1, timeout_s=90, query=query)
+    mid = sink_check.wait_for(dsn, schema, TABLE, rows=1, timeout_s=90, query=query)
     producer = produce_in_background(lab, topic, events, count=600, rate=150)
     assert mid.rows > 0 and producer.is_alive()
-    restart_postgres(lab, config.application_name)
+    own_postgres.restart()
 
     producer.join(timeout=60)
-    assert_exact(lab, pg_schema, events, query)
+    assert_exact(lab, schema, events, query, dsn=dsn)
 
 
 def run_fail_once(

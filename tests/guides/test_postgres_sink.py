@@ -262,11 +262,13 @@ def test_close_with_an_error_waits_for_a_timed_flush_in_progress(lab, pg_schema,
     assert sink_check.keys(lab.postgres_dsn, pg_schema, TABLE) == {1: 2}
 
 
-def test_password_command_is_run_again_on_reconnect(lab, pg_schema, tmp_path, set_role_password):
+def test_password_command_is_run_again_on_reconnect(own_postgres, tmp_path):
+    """On the test's own server: the lab's role keeps its password for every other test."""
+    pg_schema = own_postgres.schema
     secret = tmp_path / "secret"
-    secret.write_text(psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"])
+    secret.write_text(own_postgres.password)
     config = SinkConfig(
-        dsn=with_password(lab.postgres_dsn, None),
+        dsn=with_password(own_postgres.dsn, None),
         schema=pg_schema,
         table=TABLE,
         max_rows=1000,
@@ -279,9 +281,9 @@ def test_password_command_is_run_again_on_reconnect(lab, pg_schema, tmp_path, se
     sink.open(0, 0)
     sink.process(event(1))
     new = f"cmd-{pg_schema}"
-    set_role_password(new)
+    own_postgres.set_role_password(new)
     secret.write_text(new)
-    current = with_password(lab.postgres_dsn, new)
+    current = own_postgres.dsn
     with psycopg2.connect(current) as conn, conn.cursor() as cur:
         cur.execute(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",

@@ -150,17 +150,18 @@ def test_poison_rows_are_dead_lettered_by_both_writers_and_the_query_keeps_runni
 
 
 def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
-    spark, lab, kafka_topic, pg_schema, tmp_path, stop_after, set_role_password
+    spark, lab, kafka_topic, own_postgres, tmp_path, stop_after
 ):
     """ALTER ROLE ... PASSWORD mid-stream, the provider's file updated, the writers' connections terminated: each
     writer reconnects with the new password and no row is lost. The password changes about a second after the first
     batch ended (its rows are what the test waits for); a 15 s real-time interval keeps the next batch boundary (where
-    a Python writer opens a new connection) well away from that moment."""
-    old = psycopg2.extensions.parse_dsn(lab.postgres_dsn)["password"]
+    a Python writer opens a new connection) well away from that moment. The server is the test's own, so the lab's
+    role keeps its password for every other test."""
+    old, pg_schema = own_postgres.password, own_postgres.schema
     new = f"rotated-{pg_schema}"
     secret = tmp_path / "pg-password"
     secret.write_text(old + "\n")
-    dsn = with_password(lab.postgres_dsn, None)  # the password comes from the file only
+    dsn = with_password(own_postgres.dsn, None)  # the password comes from the file only
     configs = {
         name: SinkConfig(
             dsn=dsn,
@@ -170,7 +171,7 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
             max_rows=100,
             max_dwell_ms=20,
             password_file=str(secret),
-            application_name=f"rotate-{name}-{pg_schema}",
+            application_name=f"rotate-{name}",
         )
         for name in WRITERS
     }
@@ -194,7 +195,7 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
     loadgen.produce_at_rate(lab.kafka_bootstrap, topic, 200, count=200, event=events)
     for name, query in queries.items():
         wait_until(
-            lambda n=name: sink_check.counts(lab.postgres_dsn, pg_schema, configs[n].table, None).rows > 0,
+            lambda n=name: sink_check.counts(own_postgres.dsn, pg_schema, configs[n].table, None).rows > 0,
             90,
             f"{name}: first rows",
             abort=query.exception,
@@ -208,9 +209,9 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
     producer.start()
     time.sleep(1)  # rows are flowing through both writers
 
-    set_role_password(new)
+    own_postgres.set_role_password(new)
     secret.write_text(new + "\n")
-    current = with_password(lab.postgres_dsn, new)
+    current = own_postgres.dsn
     names = [c.application_name for c in configs.values()]
     killed = run_sql(
         current,
