@@ -6,7 +6,8 @@ these rules:
 
 - The lab is started by whichever worker asks first (`rtm_lab.lab.up` holds a lock; the second finds it running) and
   stopped once, by the controller, after every worker has finished: each worker writes down what it started.
-- A test marked `alone` (it kills or restarts a lab service) runs while no other test does: every test
+- A test marked `alone` (it would kill or restart a lab service; the suite's fault tests start a service of their
+  own instead, tests/guides/conftest.py) runs while no other test does: every test
   holds a shared lock from its setup to its teardown, an `alone` test holds it exclusively. A gate taken before either
   keeps a waiting `alone` test from being overtaken again and again by the other worker's next test.
 - A test marked `timing` (it asserts a ratio of timings another test's load could upset) runs while the other workers'

@@ -1,15 +1,15 @@
-"""Fixtures of the Postgres writer tests: a PostgreSQL server of a test's own, which it may restart or re-password
-while every other test goes on using the lab's."""
+"""Fixtures of the guides' fault tests: a PostgreSQL server or a Kafka broker of a test's own, which it may restart,
+re-password or kill while every other test goes on using the lab's (so such a test runs beside the others)."""
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg2
 import pytest
 from sink_helpers import with_password
 
-from rtm_lab import ports, postgres
+from rtm_lab import kafka, ports, postgres, processes
 from rtm_lab.errors import LabError
 
 SCHEMA = "sink"
@@ -67,3 +67,29 @@ def own_postgres(tmp_path_factory) -> Iterator[OwnPostgres]:
         yield server
     finally:
         postgres.remove(root)
+
+
+@dataclass
+class OwnBroker:
+    """A Kafka broker of the test's own, from the lab's jars in a fresh folder: killing it takes nothing from the
+    other tests, which go on with the lab's (so the test runs beside them, and with an external lab broker too)."""
+
+    root: Path
+    port: int = field(default_factory=ports.free_port)
+    controller_port: int = field(default_factory=ports.free_port)
+    pid: int = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{ports.HOST}:{self.port}"
+
+    def start(self) -> None:
+        self.pid = kafka.start(self.root, self.port, self.controller_port)
+
+
+@pytest.fixture
+def own_broker(tmp_path_factory) -> Iterator[OwnBroker]:
+    broker = OwnBroker(tmp_path_factory.mktemp("own-kafka"))
+    broker.start()
+    yield broker
+    processes.stop(broker.pid)

@@ -16,10 +16,11 @@ import signal
 import threading
 import time
 from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from rtm_lab import lab as lab_module
 from rtm_lab import loadgen, processes, sink_check, topics
 from rtm_lab.apps.submitted_pipeline import (
     TABLE,
@@ -42,20 +43,16 @@ RATE = 200  # rows/s: a steady stream across the kill and the restart
 STREAM_LIMIT_S = 600  # the stream stops when the test says so; this only bounds a test that never does
 
 
+def new_driver(bootstrap: str, dsn: str, topic: str, schema: str, folder: Path) -> Driver:
+    """The pipeline's driver (not started yet), with its target table and the write log in `schema`."""
+    create_tables(SinkConfig(dsn=dsn, schema=schema, table=TABLE))
+    add_write_log(dsn, schema)
+    return Driver(bootstrap, dsn, topic, schema, folder / "checkpoint", folder, f"{INTERVAL_S} seconds")
+
+
 @pytest.fixture
 def pipeline(lab, kafka_topic, pg_schema, tmp_path):
-    topic = kafka_topic(partitions=2)
-    create_tables(SinkConfig(dsn=lab.postgres_dsn, schema=pg_schema, table=TABLE))
-    add_write_log(lab.postgres_dsn, pg_schema)
-    driver = Driver(
-        lab.kafka_bootstrap,
-        lab.postgres_dsn,
-        topic,
-        pg_schema,
-        tmp_path / "checkpoint",
-        tmp_path,
-        f"{INTERVAL_S} seconds",
-    )
+    driver = new_driver(lab.kafka_bootstrap, lab.postgres_dsn, kafka_topic(partitions=2), pg_schema, tmp_path)
     yield driver
     driver.stop()
 
@@ -215,36 +212,32 @@ def test_driver_sigkill_mid_interval_resumes_from_checkpoint(lab, pipeline):
     )
 
 
-@pytest.mark.alone  # kills and restarts the lab's broker
-def test_kafka_broker_sigkill_mid_stream_loses_nothing(lab, pipeline, quiet_machine):
-    state = lab_module.status()
-    if state.kafka.external:
-        pytest.skip("KAFKA_BOOTSTRAP_SERVERS names a broker the lab did not start: this test only kills its own")
-    driver = pipeline
+def test_kafka_broker_sigkill_mid_stream_loses_nothing(lab, own_broker, pg_schema, tmp_path):
+    services = SimpleNamespace(kafka_bootstrap=own_broker.bootstrap, postgres_dsn=lab.postgres_dsn)
+    topic = topics.create_topic(own_broker.bootstrap, topics.unique_name("kill"), 2)
+    driver = new_driver(own_broker.bootstrap, lab.postgres_dsn, topic, pg_schema, tmp_path)
     counted = Counted(loadgen.EventMix(duplicate_pct=5, bad_pct=2))
     events = counted.events
-    driver.start()
-    producer = Stream(lab, driver.topic, counted)
-    wait_for_batches(driver)  # beside other tests: the broker is still theirs too
-    # Alone while the broker is away: the kill takes it from every test. Once it answers again the other tests may
-    # run: what follows (the query resuming, the counts) is no timing, and the bound on replays is counted in rows.
-    with quiet_machine():
-        sleep_to_mid_interval(driver)
+    try:
+        driver.start()
+        producer = Stream(services, driver.topic, counted)
+        wait_mid_interval(driver)
         last_commit = last_commit_time(driver.checkpoint)
         committed = committed_offsets(driver.checkpoint)
 
         killed_at = time.time()
-        os.killpg(state.kafka.pid, signal.SIGKILL)
-        wait_until(lambda: not processes.is_alive(state.kafka.pid), 15, "the killed broker to exit", 0.1)
+        os.killpg(own_broker.pid, signal.SIGKILL)
+        wait_until(lambda: not processes.is_alive(own_broker.pid), 15, "the killed broker to exit", 0.1)
         time.sleep(3)  # the producer and the query see the broker gone
-        restored, _ = lab_module.up(log=lambda line: print(line))
+        own_broker.start()  # same folder and ports: the same broker, back
         restarted_at = time.time()
-        assert restored.kafka_bootstrap == lab.kafka_bootstrap, "the broker came back on another address"
 
-    first = wait_for_first_write(lab, driver, restarted_at, "the broker restart")
-    producer.finish(timeout_s=180)
-    result = reconcile(lab, driver.schema, counted, driver, killed_at, committed)
-    assert driver.alive(), "the query did not survive the broker restart"
+        first = wait_for_first_write(services, driver, restarted_at, "the broker restart")
+        producer.finish(timeout_s=180)
+        result = reconcile(services, driver.schema, counted, driver, killed_at, committed)
+        assert driver.alive(), "the query did not survive the broker restart"
+    finally:
+        driver.stop()
     print(
         f"\nbroker SIGKILL {killed_at - last_commit:.1f} s after the last commit, back {restarted_at - killed_at:.1f} s "
         f"later: {result['replayed']} rows replayed (of {result['uncommitted']} records after the last commit); first write "
