@@ -32,7 +32,7 @@ short_lived_jvms.apply()
 def lab(request) -> Iterator[LabState]:
     state, started = lab_module.up(log=lambda line: print(line))
     if parallel.is_worker(request.config):
-        # The other worker may still be using it: the controller stops it once both are done.
+        # Another worker may still be using it: the controller stops it once all are done.
         parallel.record_started(request.config, started)
         yield state
         return

@@ -9,14 +9,14 @@ these rules:
 - A test marked `alone` (it would kill or restart a lab service; the suite's fault tests start a service of their
   own instead, tests/guides/conftest.py) runs while no other test does: every test
   holds a shared lock from its setup to its teardown, an `alone` test holds it exclusively. A gate taken before either
-  keeps a waiting `alone` test from being overtaken again and again by the other worker's next test.
+  keeps a waiting `alone` test from being overtaken again and again by the other workers' next tests.
 - A test marked `timing` (it asserts a ratio of timings another test's load could upset) runs while the other workers'
   processes yield the CPU to it (tests/cpu_priority.py: each worker in a cgroup of its own, the others' weight at the
   minimum): their tests go on with what CPU it leaves, and two timing tests never overlap. Where that is not possible
   (not root, no cgroup v1 `cpu` controller), a timing test runs alone.
 - Such a test that takes the `quiet_machine` fixture shares until it enters `with quiet_machine():`, and is alone (or
-  first in line for the CPU) from there on to the block's end: a JVM it starts first runs beside the other worker's
-  test instead of leaving that worker idle.
+  first in line for the CPU) from there on to the block's end: a JVM it starts first runs beside the other workers'
+  tests instead of leaving them idle.
 - Tests of one module run on one worker, in order (a module's fixtures are set up once), and `GROUPS` puts several
   modules together (all that start and stop the lab's Prometheus, all that use the standalone cluster).
 
@@ -148,7 +148,7 @@ def unit_of(nodeid: str) -> str:
 
 
 def order(items: list[pytest.Item]) -> None:
-    """Longest units first, each unit's tests together and in collection order (both workers sort alike, as xdist
+    """Longest units first, each unit's tests together and in collection order (every worker sorts alike, as xdist
     requires), and refuse a module that uses the standalone cluster without being in its group."""
     for item in items:
         if "standalone_cluster" in item.fixturenames and unit_of(item.nodeid) != "cluster":

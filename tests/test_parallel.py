@@ -1,4 +1,4 @@
-"""tests/parallel.py, the rules two workers share one lab by: units kept whole, longest first, an `alone` test run
+"""tests/parallel.py, the rules the workers share one lab by: units kept whole, longest first, an `alone` test run
 while no other test runs, and a `timing` test first in line for the CPU (tests/cpu_priority.py), or alone where a
 worker cannot have a cgroup of its own."""
 
