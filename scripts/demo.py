@@ -205,8 +205,22 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
+def wait_for_quiet_log(log_file, quiet_s: float = 2.0, limit_s: float = 10.0) -> None:
+    """Until Spark's log has not grown for `quiet_s` (at most `limit_s`). After stop() returns, each shuffle reader
+    logs its stop-time record from a network thread: a fresh-clone run read the log between two such records."""
+    deadline, last_size, last_change = time.monotonic() + limit_s, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        size = log_file.stat().st_size if log_file.is_file() else 0
+        if size != last_size:
+            last_size, last_change = size, time.monotonic()
+        elif time.monotonic() - last_change >= quiet_s:
+            return
+        time.sleep(0.1)
+
+
 def log_line(log_file, query_ended_cleanly: bool) -> str:
     """Spark's log in one line: warnings, errors, and which of them are expected (named, with why)."""
+    wait_for_quiet_log(log_file)
     text = log_file.read_text(errors="replace") if log_file.is_file() else ""
     # A record starts with "HH:MM:SS LEVEL logger: message"; the lines after it, up to the next record, are its trace.
     records = [record for record in re.split(r"\n(?=\d\d:\d\d:\d\d )", text) if record[:2].isdigit()]

@@ -8,9 +8,12 @@ Spark's notice that it turned AQE off, logged for every real-time query even tho
 (on a busy machine Spark can also warn that a state store took over 2 s to open; the summary names that too).
 """
 
+import importlib.util
 import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -140,3 +143,29 @@ def test_monitor_with_the_postgres_pipeline_is_one_line_and_exit_2():
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--monitor watches the Kafka -> Kafka demo" in done.stderr.strip().splitlines()[-1]
+
+
+def test_the_log_line_counts_a_stop_time_record_logged_just_after_it_was_asked_for(tmp_path):
+    """Spark's shuffle readers log their stop-time records from network threads, the last one a moment after stop()
+    returns (a fresh-clone run read the log between two of them): the summary waits for the log to go quiet."""
+    spec = importlib.util.spec_from_file_location("demo_script", PROJECT_ROOT / "scripts" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    record = (
+        "04:06:27 ERROR ErrorNotifier: A fatal error has occurred.\n"
+        "org.apache.spark.SparkException: Connection to streaming shuffle writer {} closed before termination; "
+        "the writer task likely failed.\n"
+    )
+    log = tmp_path / "spark.log"
+    log.write_text(record.format(1))
+
+    def late() -> None:
+        time.sleep(1.0)
+        with log.open("a") as out:
+            out.write(record.format(0))
+
+    writer = threading.Thread(target=late)
+    writer.start()
+    line = demo.log_line(log, query_ended_cleanly=True)
+    writer.join()
+    assert ", 2 errors (2 of them from stopping the query mid-batch" in line, line
