@@ -87,26 +87,15 @@ def kafka_topic(lab) -> Iterator[Callable[..., str]]:
 @pytest.fixture
 def pg_schema(lab) -> Iterator[str]:
     """A fresh Postgres schema, dropped after the test; connect with `lab.postgres_dsn`."""
-    import psycopg2
     from psycopg2 import sql
+    from sink_helpers import run_sql
 
     name = f"test_{uuid.uuid4().hex[:10]}"
-
-    def run(statement: sql.Composable) -> None:
-        # A connection per statement: a test may restart the server in between (tests/guides fault tests do).
-        conn = psycopg2.connect(lab.postgres_dsn)
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                cur.execute(statement)
-        finally:
-            conn.close()
-
-    run(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
+    run_sql(lab.postgres_dsn, sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(name)))
     try:
         yield name
     finally:
-        run(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
+        run_sql(lab.postgres_dsn, sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(name)))
 
 
 @pytest.fixture

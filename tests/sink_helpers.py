@@ -1,7 +1,8 @@
-"""Helpers the Postgres sink tests share (tests/guides): the lab's DSN with another password, paced events, and the
-exact reconciliation of what was sent with what Postgres holds. Importable by name: pyproject.toml puts tests/ on
+"""Helpers the Postgres sink tests share (tests/guides): one SQL statement on its own connection, the lab's DSN with
+another password, paced events, and the exact reconciliation of what was sent with what Postgres holds. Importable by name: pyproject.toml puts tests/ on
 pytest's `pythonpath`."""
 
+import psycopg2
 import psycopg2.extensions
 
 from rtm_lab import loadgen, sink_check
@@ -15,6 +16,18 @@ EXPECTED_REASON = {
     "wrong_type": "wrong_type",
     "oversized": "oversized",
 }
+
+
+def run_sql(dsn: str, statement, params=None):
+    """Run one statement on a connection of its own, committed at once; return its rows, if it has any."""
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(statement, params)
+            return cur.fetchall() if cur.description else None
+    finally:
+        conn.close()
 
 
 def with_password(dsn: str, password: str | None) -> str:

@@ -5,9 +5,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg2
 import pytest
-from sink_helpers import with_password
+from sink_helpers import run_sql, with_password
 
 from rtm_lab import kafka, ports, postgres, processes
 from rtm_lab.errors import LabError
@@ -34,13 +33,7 @@ class OwnPostgres:
     def set_role_password(self, new: str) -> None:
         """ALTER ROLE of the server's own role (any role may change its own password; the lab's scram-sha-256 rule
         checks it over TCP)."""
-        conn = psycopg2.connect(self.dsn)
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                cur.execute("ALTER ROLE CURRENT_USER PASSWORD %s", (new,))
-        finally:
-            conn.close()
+        run_sql(self.dsn, "ALTER ROLE CURRENT_USER PASSWORD %s", (new,))
         self.password = new
 
 
@@ -57,13 +50,7 @@ def own_postgres(tmp_path_factory) -> Iterator[OwnPostgres]:
         postgres.remove(root)
         pytest.fail(f"This test starts a PostgreSQL server of its own: {error}", pytrace=False)
     try:
-        conn = psycopg2.connect(server.dsn)
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                cur.execute(f"CREATE SCHEMA {SCHEMA}")
-        finally:
-            conn.close()
+        run_sql(server.dsn, f"CREATE SCHEMA {SCHEMA}")
         yield server
     finally:
         postgres.remove(root)

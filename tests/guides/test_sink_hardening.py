@@ -7,10 +7,9 @@ import threading
 import time
 from collections import Counter
 
-import psycopg2
 import pytest
 from psycopg2 import sql
-from sink_helpers import with_password
+from sink_helpers import run_sql, with_password
 
 from rtm_lab import loadgen, sink_check, topics
 from rtm_lab.intervals import TEST_INTERVAL
@@ -27,17 +26,6 @@ WRITERS = ("py", "jvm")
 
 def writer_for(spark, name: str, config: SinkConfig):
     return PostgresSink(config) if name == "py" else jvm_postgres_writer(spark, config)
-
-
-def run_sql(dsn: str, statement, params=None):
-    conn = psycopg2.connect(dsn)
-    conn.autocommit = True
-    try:
-        with conn.cursor() as cur:
-            cur.execute(statement, params)
-            return cur.fetchall() if cur.description else None
-    finally:
-        conn.close()
 
 
 def send(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
