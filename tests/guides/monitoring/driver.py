@@ -1,12 +1,13 @@
 """The query the live monitoring tests run: the quick-start pipeline in a process of its own (so SIGSTOP stops its
 whole driver, Python and JVM), with the monitoring snippet's listener exporting batch-end gauges on a port.
 
-    python driver.py BOOTSTRAP SOURCE SINK CHECKPOINT METRICS_PORT [INTERVAL_S [UI_PORT]]
+    python driver.py BOOTSTRAP SOURCE SINK CHECKPOINT METRICS_PORT [INTERVAL_S [UI_PORT [HEARTBEAT]]]
 
 INTERVAL_S is the real-time interval in seconds (default 300, the recommended 5 minutes). With UI_PORT, Spark's UI
 listens there with its own metrics for Prometheus switched on, as the monitoring page shows: the executors'
 (`spark.ui.prometheus.enabled`), the metrics system's `PrometheusServlet` sink, and the query's own source
-(`spark.sql.streaming.metricsEnabled`).
+(`spark.sql.streaming.metricsEnabled`). HEARTBEAT sets `spark.executor.heartbeatInterval` (default 10s): the
+status store behind the executors' endpoint writes some task starts only at a heartbeat.
 """
 
 import sys
@@ -22,6 +23,8 @@ assert REAL_TIME_INTERVAL == "5 minutes"
 bootstrap, source, sink, checkpoint, port = sys.argv[1:6]
 interval_s = int(sys.argv[6]) if len(sys.argv) > 6 else 300
 conf = spark_metrics_conf(int(sys.argv[7])) if len(sys.argv) > 7 else {}
+if len(sys.argv) > 8:
+    conf["spark.executor.heartbeatInterval"] = sys.argv[8]
 start_http_server(int(port), addr="127.0.0.1")
 spark = spark_session("monitoring-driver", slots=2, conf=conf)
 spark.streams.addListener(ProgressGauges(interval_s=interval_s))
