@@ -24,7 +24,6 @@ figures are not steady state.
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import tempfile
@@ -38,6 +37,7 @@ from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.signals import exit_cleanly_on_termination
 from rtm_lab.spark import spark_session
+from rtm_lab.spark_log import log_line
 from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL, SESSION_CONF
 from snippets.quickstart.kafka_to_kafka import start_pipeline
 
@@ -173,75 +173,6 @@ def other_writer_line(writer: str, rate: float) -> str:
                 f"E2E p50 {run['e2e_p50_ms']:.0f} ms, p95 {run['e2e_p95_ms']:.0f} ms ({name})"
             )
     return f"the {other} writer: no sink benchmark results yet (python scripts/bench.py sink --help)"
-
-
-# What Spark 4.3 logs when a real-time query with a shuffle is stopped mid-batch: stop() kills the batch's tasks, and
-# each shuffle reader whose writer ended without the batch's end marker reports it through ErrorNotifier. The query
-# itself ends without an error (read in Spark 4.3.0's StreamingShuffleClientHandler; tests/test_demo.py checks on a
-# real run that every error logged is this one).
-STOP_MID_BATCH = re.compile(r"Connection to streaming shuffle writer \d+ closed before termination")
-
-
-# What Spark 4.3 logs once for every real-time query: MicroBatchExecution.disableAQESupportInStatelessIfUnappropriated
-# checks only that the trigger is real-time, warns, and sets spark.sql.adaptive.enabled=false in the query's own
-# session; it never reads the setting first, so turning AQE off up front does not avoid the warning (read in Spark
-# 4.3.0's MicroBatchExecution and in the bytecode of the pinned spark-sql jar; tests/test_demo.py checks it on a real
-# run with AQE off from the start).
-AQE_OFF = re.compile(r"Disabling AQE since AQE is not supported for Real-time Mode")
-# What Spark 4.3 logs when opening a state store (dropDuplicates keeps one per shuffle partition) took over 2 s
-# (StateStore.getStateStoreProvider, SPARK-42567): a busy machine, seen when other work shares the cores.
-SLOW_STATE_STORE = re.compile(r"Loaded state store provider in loadTimeMs=\d+")
-EXPECTED_WARNINGS = (
-    (
-        AQE_OFF,
-        "Spark's notice that real-time mode runs without AQE, which Spark 4.3 logs for every real-time query even "
-        "with AQE off from the start as here: nothing to fix",
-    ),
-    (SLOW_STATE_STORE, "a state store that took over 2 s to open, which Spark warns about: a busy machine"),
-)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def wait_for_quiet_log(log_file, quiet_s: float = 2.0, limit_s: float = 10.0) -> None:
-    """Until Spark's log has not grown for `quiet_s` (at most `limit_s`). After stop() returns, each shuffle reader
-    logs its stop-time record from a network thread: a fresh-clone run read the log between two such records."""
-    deadline, last_size, last_change = time.monotonic() + limit_s, -1, time.monotonic()
-    while time.monotonic() < deadline:
-        size = log_file.stat().st_size if log_file.is_file() else 0
-        if size != last_size:
-            last_size, last_change = size, time.monotonic()
-        elif time.monotonic() - last_change >= quiet_s:
-            return
-        time.sleep(0.1)
-
-
-def log_line(log_file, query_ended_cleanly: bool) -> str:
-    """Spark's log in one line: warnings, errors, and which of them are expected (named, with why)."""
-    wait_for_quiet_log(log_file)
-    text = log_file.read_text(errors="replace") if log_file.is_file() else ""
-    # A record starts with "HH:MM:SS LEVEL logger: message"; the lines after it, up to the next record, are its trace.
-    records = [record for record in re.split(r"\n(?=\d\d:\d\d:\d\d )", text) if record[:2].isdigit()]
-    warnings = [record for record in records if record.split(" ", 2)[1:2] == ["WARN"]]
-    errors = [record for record in records if record.split(" ", 2)[1:2] == ["ERROR"]]
-    named = [
-        f"{found} of them {why}"
-        for pattern, why in EXPECTED_WARNINGS
-        if (found := sum(bool(pattern.search(record)) for record in warnings))
-    ]
-    at_stop = sum(bool(STOP_MID_BATCH.search(record)) for record in errors) if query_ended_cleanly else 0
-    line = f"Spark's log     {log_file}: {_count(len(warnings), 'warning')}"
-    if named:
-        line += f" ({'; '.join(named)})"
-    line += f", {_count(len(errors), 'error')}"
-    if at_stop:
-        line += (
-            f" ({at_stop} of them from stopping the query mid-batch: the shuffle's readers saw their writers end "
-            "before the batch did; expected at stop)"
-        )
-    return line
 
 
 def postgres_demo(state, args, say, log_file) -> int:

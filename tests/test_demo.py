@@ -8,7 +8,6 @@ Spark's notice that it turned AQE off, logged for every real-time query even tho
 (on a busy machine Spark can also warn that a state store took over 2 s to open; the summary names that too).
 """
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import psycopg2
 import pytest
 
 from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.spark_log import log_line
 from rtm_lab.warmup import SettleRule, Settling
 from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL
 
@@ -148,9 +148,6 @@ def test_monitor_with_the_postgres_pipeline_is_one_line_and_exit_2():
 def test_the_log_line_counts_a_stop_time_record_logged_just_after_it_was_asked_for(tmp_path):
     """Spark's shuffle readers log their stop-time records from network threads, the last one a moment after stop()
     returns (a fresh-clone run read the log between two of them): the summary waits for the log to go quiet."""
-    spec = importlib.util.spec_from_file_location("demo_script", PROJECT_ROOT / "scripts" / "demo.py")
-    demo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo)
     record = (
         "04:06:27 ERROR ErrorNotifier: A fatal error has occurred.\n"
         "org.apache.spark.SparkException: Connection to streaming shuffle writer {} closed before termination; "
@@ -166,6 +163,6 @@ def test_the_log_line_counts_a_stop_time_record_logged_just_after_it_was_asked_f
 
     writer = threading.Thread(target=late)
     writer.start()
-    line = demo.log_line(log, query_ended_cleanly=True)
+    line = log_line(log, query_ended_cleanly=True)
     writer.join()
     assert ", 2 errors (2 of them from stopping the query mid-batch" in line, line
