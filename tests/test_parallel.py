@@ -2,18 +2,19 @@
 while no other test runs, and a `timing` test first in line for the CPU (tests/cpu_priority.py), or alone where a
 worker cannot have a cgroup of its own."""
 
+import fcntl
 import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import cpu_priority
 import parallel
 import pytest
 
 from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.waiting import wait_until
 
 
 def test_every_grouped_or_ranked_module_exists():
@@ -104,6 +105,26 @@ def _marks(proc: subprocess.Popen) -> dict[str, float]:
     return {name: float(at) for name, at in (line.split() for line in out.splitlines())}
 
 
+def _first_mark(proc: subprocess.Popen, name: str) -> float:
+    """Wait for the turn's first line, which must be `name`; _marks reads the rest."""
+    assert proc.stdout is not None
+    mark, at = proc.stdout.readline().split()
+    assert mark == name, mark
+    return float(at)
+
+
+def _gate_held(run_dir) -> bool:
+    """Whether a turn holds the gate: one waiting for the test lock (an alone turn while others run) does."""
+    fd = os.open(run_dir / "gate", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing lets go of the lock if it was taken
+    return False
+
+
 def _span(proc: subprocess.Popen) -> tuple[float, float]:
     marks = _marks(proc)
     return marks["in"], marks["out"]
@@ -118,13 +139,15 @@ def test_shared_turns_overlap_and_an_alone_turn_overlaps_none(tmp_path, marker):
     (a_in, a_out), (b_in, b_out) = _span(first), _span(second)
     assert max(a_in, b_in) < min(a_out, b_out)  # two ordinary tests run side by side
 
+    # Each next turn starts once the one before has got as far as it should (a Python start on a busy machine can
+    # take longer than any fixed sleep): the running turn is in, then the alone turn waits at the gate.
     running = _turn(tmp_path, "gw0", "shared", 2.0)
-    time.sleep(0.5)
+    r_in = _first_mark(running, "in")
     alone = _turn(tmp_path, "gw1", marker, 1.0)
-    time.sleep(0.5)
+    wait_until(lambda: _gate_held(tmp_path), 30, "the alone turn to wait at the gate", interval_s=0.02)
     later = _turn(tmp_path, "gw0", "shared", 0.1)  # asks after the alone test: it waits for it, not overtakes it
-    (_, r_out), (x_in, x_out), (l_in, _) = _span(running), _span(alone), _span(later)
-    assert r_out <= x_in and x_out <= l_in
+    r_out, (x_in, x_out), (l_in, _) = _marks(running)["out"], _span(alone), _span(later)
+    assert r_in <= r_out <= x_in and x_out <= l_in
 
 
 def test_a_quiet_machine_test_shares_until_it_asks_and_then_overlaps_no_turn(tmp_path):
@@ -159,7 +182,7 @@ def test_a_timing_turn_runs_beside_shared_turns_first_for_the_cpu_and_never_besi
         return
     try:
         running = _turn(tmp_path, "gw0", "shared+cpu", 3.0)
-        time.sleep(1.0)
+        _first_mark(running, "in")
         timing = _turn(tmp_path, "gw1", "timing+cpu", 1.0)
         run, marks = _marks(running), _marks(timing)
         assert marks["in"] < run["out"]  # it did not wait for the shared turn to end
@@ -168,9 +191,9 @@ def test_a_timing_turn_runs_beside_shared_turns_first_for_the_cpu_and_never_besi
         assert shares.read_text().strip() == str(cpu_priority.NORMAL_SHARES)  # and has its weight back
 
         first = _turn(tmp_path, "gw0", "timing+cpu", 2.0)
-        time.sleep(1.0)
+        _first_mark(first, "in")
         second = _turn(tmp_path, "gw1", "timing+cpu", 0.5)
-        (_, a_out), (b_in, _) = _span(first), _span(second)
+        a_out, (b_in, _) = _marks(first)["out"], _span(second)
         assert a_out <= b_in  # one timing turn at a time
     finally:
         cpu_priority.remove(tmp_path)
