@@ -37,7 +37,7 @@ def test_trigger_alone_turns_real_time_mode_on(spark, lab, kafka_topic, checkpoi
     source, sink = kafka_topic(), kafka_topic()
     query = stop_after(start_real_time(kafka_events(spark, lab, source), lab.kafka_bootstrap, sink, checkpoint))
     plan = plans.wait_for_real_time_scan(query)
-    assert "MicroBatchScan" not in plan
+    assert plans.REAL_TIME_SCAN in plan and "MicroBatchScan" not in plan
 
     topics.produce_json(lab.kafka_bootstrap, source, [{"id": i} for i in range(3)])
     assert len(topics.read_all(lab.kafka_bootstrap, sink, expected=3, timeout_s=60)) == 3
@@ -75,6 +75,13 @@ def test_default_settings(spark):
     # This project's sessions set 2 shuffle partitions; Spark's own default is what a reader's session starts with.
     sql_conf = spark._jvm.org.apache.spark.sql.internal.SQLConf
     assert sql_conf.SHUFFLE_PARTITIONS().defaultValueString() == "200"
+    # A core (not SQL) setting: real-time mode's streaming shuffle holds a partly filled buffer this long.
+    core_conf = getattr(getattr(spark._jvm.org.apache.spark.internal.config, "package$"), "MODULE$")
+    shuffle_wait = core_conf.STREAMING_SHUFFLE_NETWORK_BUFFER_MAX_WAIT_TIME_MS()
+    assert (shuffle_wait.key(), shuffle_wait.defaultValueString()) == (
+        "spark.shuffle.streaming.networkBufferMaxWaitTimeMs",
+        "50",
+    )
 
 
 @pytest.mark.slow
