@@ -32,10 +32,18 @@ def sample_helper(value):
     assert value > 0
 
 
+def sample_other():
+    assert "other", "a second test the page cites"
+
+
+def sample_unrelated():
+    return "called by no sample test"
+
+
 ME = "tests/test_ledger.py"
 PAGE = f"""# Title
 
-Some claim. Verified by `{ME}::sample_test` and `tests/test_verified_by.py::test_all_passed_is_clean`.
+Some claim. Verified by `{ME}::sample_test` and `{ME}::sample_other`.
 
 ```python
 # not a heading
@@ -74,10 +82,10 @@ GOOD = f"""\
         asserts: ['assert value > 0']
         via: {ME}::sample_helper
         rows: 2
-      - claim: "All passed is clean."
+      - claim: "The other sample holds."
         section: "Title"
-        test: tests/test_verified_by.py::test_all_passed_is_clean
-        asserts: ['assert vb.problems(']
+        test: {ME}::sample_other
+        asserts: ['assert "other"']
 """
 
 
@@ -92,10 +100,10 @@ def test_a_page_without_a_ledger_is_named(tmp_path):
 
 
 def test_an_uncited_test_and_an_uncovered_citation_are_each_named(tmp_path):
-    page = PAGE.replace("tests/test_verified_by.py::test_all_passed_is_clean", "tests/test_verified_by.py::test_x")
+    page = PAGE.replace(f"{ME}::sample_other", f"{ME}::sample_x")
     lines = cl.problems(*write(tmp_path, page, GOOD))
-    assert any("`tests/test_verified_by.py::test_x` is cited but has no entry" in line for line in lines)
-    assert any("test_all_passed_is_clean: no longer cited on docs/x.md" in line for line in lines)
+    assert any(f"`{ME}::sample_x` is cited but has no entry" in line for line in lines)
+    assert any("sample_other: no longer cited on docs/x.md" in line for line in lines)
 
 
 def test_an_assert_found_only_outside_the_function_does_not_count(tmp_path):
@@ -114,13 +122,13 @@ def test_text_outside_an_assert_does_not_count(tmp_path):
 
 
 def test_a_helper_the_test_does_not_call_is_named(tmp_path):
-    ledger = GOOD.replace(f"via: {ME}::sample_helper", "via: tests/test_verified_by.py::refs").replace(
+    ledger = GOOD.replace(f"via: {ME}::sample_helper", f"via: {ME}::sample_unrelated").replace(
         "'assert value > 0'", "'assert nothing'"
     )
     lines = cl.problems(*write(tmp_path, PAGE, ledger))
     assert [line.partition("x.yml: ")[2] for line in lines] == [
-        f"{ME}::sample_test: the test does not call its `via` helper tests/test_verified_by.py::refs",
-        f"{ME}::sample_test: no assert in {ME}::sample_test or tests/test_verified_by.py::refs contains 'assert nothing'",
+        f"{ME}::sample_test: the test does not call its `via` helper {ME}::sample_unrelated",
+        f"{ME}::sample_test: no assert in {ME}::sample_test or {ME}::sample_unrelated contains 'assert nothing'",
     ]
 
 
@@ -131,9 +139,9 @@ def test_a_helper_the_test_does_not_call_is_named(tmp_path):
         (("rows: 2", "rows: 3"), "`rows: 3` but the page cites 2 case(s)"),
         (("        rows: 2\n", "        rows: 2\n        note: x\n"), "unknown field(s) note"),
         (("page: docs/x.md", "page: docs/y.md"), "should be `page: docs/x.md`"),
-        (("asserts: ['assert vb.problems(']", "asserts: []"), "`asserts` must be a non-empty list"),
-        (("test: tests/test_verified_by.py::test_all_passed_is_clean", "test: test_all_passed_is_clean"), "node id"),
-        (('      - claim: "All passed is clean."\n        section', "      - section"), "missing claim"),
+        (("asserts: ['assert \"other\"']", "asserts: []"), "`asserts` must be a non-empty list"),
+        ((f"test: {ME}::sample_other", "test: sample_other"), "node id"),
+        (('      - claim: "The other sample holds."\n        section', "      - section"), "missing claim"),
     ],
 )
 def test_format_breaks_are_named(tmp_path, change, expected):
@@ -144,11 +152,10 @@ def test_format_breaks_are_named(tmp_path, change, expected):
 
 
 def test_a_bare_test_name_in_a_table_is_a_citation():
-    assert cl.citations("| x | `test_all_passed_is_clean` | `test_no_such_thing_anywhere` |") == [
-        "test_all_passed_is_clean"
-    ]
-    assert cl.covers("tests/test_verified_by.py::test_all_passed_is_clean", "test_all_passed_is_clean")
-    assert cl.covers("tests/test_verified_by.py::test_all_passed_is_clean", "tests/test_verified_by.py")
+    table = "| x | `test_a_complete_ledger_is_clean` | `test_no_such_thing_anywhere` |"
+    assert cl.citations(table) == ["test_a_complete_ledger_is_clean"]
+    assert cl.covers(f"{ME}::test_a_complete_ledger_is_clean", "test_a_complete_ledger_is_clean")
+    assert cl.covers(f"{ME}::test_a_complete_ledger_is_clean", ME)
     assert not cl.covers("tests/a.py::test_two[p1]", "tests/a.py::test_two[p2]")
 
 
