@@ -34,4 +34,4 @@ def test_every_event_arrives_transformed_in_real_time_mode(spark, lab, kafka_top
     assert {r.key for r in records} == {str(i).encode() for i in range(N_EVENTS)}
 
     plan = plans.wait_for_real_time_scan(query)
-    assert "MicroBatchScan" not in plan
+    assert plans.REAL_TIME_SCAN in plan and "MicroBatchScan" not in plan, plan
