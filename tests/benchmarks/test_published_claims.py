@@ -244,11 +244,11 @@ def test_rtm_or_flink_page_at_1000_events_a_second_the_engines_are_level():
             assert runs and all(r["p50_ms"] < 10 and r["p99_ms"] <= 25 for r in runs), (pipeline, engine)
     assert engine_median("enrich", 1000, "spark", "p99_ms") < engine_median("enrich", 1000, "flink", "p99_ms")
     assert engine_median("transform", 1000, "flink", "p99_ms") < engine_median("transform", 1000, "spark", "p99_ms")
+    # "on the count and the deduplication their medians were within 1 ms": the p50s, and the p99s too.
     for pipeline in ("count", "dedup"):
-        assert (
-            abs(engine_median(pipeline, 1000, "spark", "p99_ms") - engine_median(pipeline, 1000, "flink", "p99_ms"))
-            <= 1
-        )
+        for name in ("p50_ms", "p99_ms"):
+            spark, flink = (engine_median(pipeline, 1000, engine, name) for engine in ("spark", "flink"))
+            assert abs(spark - flink) <= 1, (pipeline, name, spark, flink)
 
 
 def test_rtm_or_flink_page_cpu_follows_state_and_rtm_peaks_higher_on_stateless():
@@ -282,7 +282,8 @@ def test_rtm_or_flink_page_at_defaults_an_exchange_costs_its_buffer_wait():
 
 def test_rtm_or_flink_page_at_10000_events_a_second_the_picture_splits():
     result = json.loads((RESULTS / "engines.json").read_text())
-    assert max(r["load_average"]["start"][0] for r in result["runs"].values() if r["rate"] == 10000) >= 5
+    # "the load average at a run's start reached 6"
+    assert max(r["load_average"]["start"][0] for r in result["runs"].values() if r["rate"] == 10000) >= 6
 
     def p99s(pipeline: str, engine: str) -> list[float]:
         return [r["p99_ms"] for r in engine_runs(pipeline, 10000, engine)]
