@@ -103,7 +103,8 @@ def test_real_time_mode_rejects_python_transform_with_state(spark, lab, kafka_to
         start_pipeline(spark, lab.kafka_bootstrap, source, sink, checkpoint, WINDOW_MS, {"realTime": "5 seconds"})
     )
     # Accepted at start(); the query then dies on its first batch.
-    with pytest.raises(StreamingQueryException, match="STDS_FAILED_TO_READ_OPERATOR_METADATA"):
+    with pytest.raises(StreamingQueryException) as failed:
         query.awaitTermination(timeout=120)
+    assert "STDS_FAILED_TO_READ_OPERATOR_METADATA" in str(failed.value), failed.value
     assert not query.isActive
     assert topics.read_all(lab.kafka_bootstrap, sink, expected=1, timeout_s=2) == []
