@@ -334,7 +334,8 @@ def test_promql_quantiles_agree_with_the_records_and_a_clean_run_fires_nothing(r
     # (This driver's series only: the same Prometheus may hold an earlier run's for five minutes.)
     driver = f'{{instance="127.0.0.1:{run.driver_port}"}}'
     assert run.value(f"max(rtm_batch_interval_seconds{driver})") == 300
-    assert run.value(f"max(rtm_batch_last_end_timestamp_seconds{driver})") > 0
+    # It still holds the query's start, set before the warm-up: no batch end has moved it.
+    assert 0 < run.value(f"max(rtm_batch_last_end_timestamp_seconds{driver})") < began
     assert run.value(f"count(rtm_batch_id{driver})", all_=True) == []
     # Nothing fired, nor was pending, at any evaluation during the run, if the run was clean by the p99 rule's own
     # measure: no prefix of the records (a minute's window holds the whole run) had its p99 in a bucket above the
@@ -373,8 +374,11 @@ def test_pausing_the_driver_fires_the_stall_alert_and_resuming_resolves_it(run):
 
         wait_until(firing, 30, "RtmOutputStalled to fire", interval_s=0.5)
         fired_after = time.monotonic() - paused
+        # Fired within the wait's 30 s, and still firing while the driver stays paused.
+        assert firing(), run.alerts()
         os.killpg(run.child.pid, signal.SIGCONT)
         wait_until(lambda: not firing(), 60, "RtmOutputStalled to resolve", interval_s=0.5)
+        assert not firing(), run.alerts()  # resolved once the driver resumed
         # The records held up by the pause may lift the minute's p99 over its threshold (they were late), but a
         # paused driver's batch gauges go stale rather than raising a batch overrun.
         names = {a["labels"]["alertname"] for a in run.alerts()}
