@@ -90,6 +90,11 @@ def test_sink_page_the_dwell_sets_the_latency_and_nothing_is_lost():
     assert medians[0] > medians[1] > medians[2], medians
     assert medians[2] <= medians[0] / 3, medians  # "about in proportion": 5x shorter dwell, at least 3x lower median
     assert all(run["lost"] == 0 and run["duplicate_keys"] == 0 and run["kept_up"] for run in runs)
+    # "At this rate the row limit is never reached": a task's rows within one dwell stay under max_rows.
+    for run in runs:
+        scenario = run["scenario"]
+        per_dwell = run["asked_rate"] / scenario["partitions"] * scenario["dwell_ms"] / 1000
+        assert per_dwell < scenario["max_rows"], (run["name"], per_dwell)
 
 
 def test_sink_page_fifty_thousand_rows_a_second_keep_low_latency_and_a_hundred_thousand_fall_seconds_behind():
