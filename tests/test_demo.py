@@ -42,6 +42,13 @@ def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_e
     assert re.search(r"spark +running on local\[4\]", out), out  # 2 partitions + 2 shuffle partitions, named as run
     assert re.search(r"lost 0, duplicate keys 0", out), out
     assert re.search(r"other writer +the python writer", out), out
+    # The summary's counts the page lists: rows per second written, duplicates removed, records dead-lettered (the
+    # generator sends 5 % duplicates and 0.5 % bad records, so a run has both).
+    written = re.search(r"written +([\d.]+) rows/s", out)
+    removed = re.search(r"duplicates +(\d+) removed \(dropDuplicates", out)
+    dead = re.search(r"dead-lettered +(\d+) \(in ", out)
+    assert written and removed and dead, out
+    assert float(written[1]) > 0 and int(removed[1]) > 0 and int(dead[1]) > 0, out
 
     # The warm-up rule ran: it ended when the backlog had stayed under the bound for the hold time, and every
     # progress line in that last stretch shows it under the bound.

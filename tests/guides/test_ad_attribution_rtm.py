@@ -246,3 +246,16 @@ def test_restart_keeps_state_and_replays_rows_since_the_last_commit_with_changel
         # The request from before the restart is still in state: the new ack is matched to it.
         ("s-restart", "c-1", "matched", 5, 3),
     ]
+
+
+def test_the_streaming_shuffle_wait_is_read_when_the_session_starts(spark):
+    """The page's advice to build the session with SESSION_CONF: the wait is a Spark core setting, read when the
+    session starts, so a running session refuses to change it."""
+    from pyspark.errors import AnalysisException
+
+    from snippets.guides.ad_attribution import SESSION_CONF
+
+    assert SESSION_CONF == {"spark.shuffle.streaming.networkBufferMaxWaitTimeMs": "5"}
+    with pytest.raises(AnalysisException) as refused:
+        spark.conf.set("spark.shuffle.streaming.networkBufferMaxWaitTimeMs", "5")
+    assert refused.value.getCondition() == "CANNOT_MODIFY_CONFIG", refused.value
