@@ -71,6 +71,8 @@ def test_latency_page_at_the_recommended_interval_the_real_time_p99_is_below_eve
     modes = next(run["modes"] for run in result["runs"] if run["rate"] == rate)
     micro = {mode: m["p50_ms"] for mode, m in modes.items() if mode.startswith("microbatch")}
     assert modes["realtime"]["p99_ms"] < min(micro.values()), (modes["realtime"], micro)
+    # "a 60-second run at a 5-minute interval crosses no batch boundary": no real-time batch ended in the run.
+    assert result["seconds"] == 60 and modes["realtime"]["batches_seen"] == 0, modes["realtime"]
 
 
 def test_latency_page_most_of_a_boundary_is_planning_the_next_batch_and_the_first_poll():
