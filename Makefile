@@ -2,14 +2,15 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: help setup demo test test-fast test-versions lint format lab-up lab-down lab-status clean docs docs-build skill
+.PHONY: help setup lab-setup demo test test-fast test-versions lint format lab-up lab-down lab-status clean docs docs-build skill
 
 help:
 	@echo "make demo    run the main demo on the local lab (Kafka -> Spark real-time mode -> Postgres, a warm-up then 30 s)"
 	@echo "make test    set up everything, then lint and run the whole test suite"
 	@echo "make test-fast   lint, docs, skill, generators and quick Spark cases only (pytest -m 'not slow', < 3 min)"
 	@echo "make test-versions   quick start, trigger, support-matrix and allowlist-off cases on PySpark 4.1.4, 4.2.1 and 4.3.0 (heavy)"
-	@echo "make setup   venv, pinned packages, Java check, PostgreSQL binaries, jars"
+	@echo "make setup   everything the test suite needs: lab-setup, plus Prometheus, the JVM snippets' jar, the PyFlink venv, a class archive, Chromium"
+	@echo "make lab-setup   what the lab and the demo need: venv, pinned packages, Java check, PostgreSQL binaries, jars"
 	@echo "make lab-up / lab-down / lab-status   the local Kafka + PostgreSQL services"
 	@echo "make format  apply ruff's formatting and safe fixes"
 	@echo "make docs    serve the docs site on http://127.0.0.1:8000 (make docs-build: strict build into site/)"
@@ -22,12 +23,15 @@ $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 # The test sessions load the JVM snippets' jar, the engine comparison's tests run Flink in the PyFlink venv, and the
 # suite's Spark drivers start from a class archive (rtm_lab.spark_class_archive): all built here once, not in a test.
 setup: $(VENV)/.installed
-	$(PY) scripts/lab.py setup --jvm-snippets --flink --spark-archive
+	$(PY) scripts/lab.py setup --prometheus --jvm-snippets --flink --spark-archive
 	scripts/setup_browser.sh
 
-# The demo needs the lab, not the docs browser: setup without scripts/setup_browser.sh.
-demo: $(VENV)/.installed
+# The lab, the demo and the get-started tutorial need only this: no Prometheus, JVM snippets' jar, PyFlink venv, class
+# archive or docs browser.
+lab-setup: $(VENV)/.installed
 	$(PY) scripts/lab.py setup
+
+demo: lab-setup
 	$(PY) scripts/demo.py
 
 lint: $(VENV)/.installed
@@ -53,15 +57,14 @@ test-fast: setup lint
 
 # Not part of `make test`: it builds a venv per PySpark version and runs every case on each (tens of minutes). It
 # rewrites docs/results/version-matrix.{json,md}, which the tables check keeps in step.
-test-versions: $(VENV)/.installed
-	$(PY) scripts/lab.py setup
+test-versions: lab-setup
 	$(PY) scripts/version_matrix.py
 
 format: $(VENV)/.installed
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
 
-lab-up: setup
+lab-up: lab-setup
 	$(PY) scripts/lab.py up
 
 lab-down: $(VENV)/.installed

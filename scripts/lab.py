@@ -4,12 +4,13 @@
   python scripts/lab.py up       start what is not running, wait until each answers
   python scripts/lab.py up --with prometheus   ... and a Prometheus server (scrapes every 1 s, loopback)
   python scripts/lab.py status   what runs where, checked now
-  python scripts/lab.py env      shell exports: eval "$(python scripts/lab.py env)"
+  python scripts/lab.py env      shell exports: eval "$(python scripts/lab.py env)" (the services' addresses, and
+                                 SPARK_CONF_DIR: a spark-defaults.conf with the pinned Kafka connector on spark.jars)
   python scripts/lab.py down     stop everything the lab started
-  python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars,
-                                 unpack Debian's prometheus package into the lab folder if missing
-                                 (--jvm-snippets: also build the JVM snippets' jar; --flink: the PyFlink
-                                 venv; --spark-archive: the test suite's class archive; `make setup` does all three)
+  python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars
+                                 (--prometheus: also unpack Debian's prometheus package into the lab folder;
+                                 --jvm-snippets: build the JVM snippets' jar; --flink: the PyFlink venv;
+                                 --spark-archive: the test suite's class archive; `make setup` does all four)
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
@@ -17,8 +18,9 @@ Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the
 import os
 import sys
 import time
+from pathlib import Path
 
-from rtm_lab import cli, jars, lab, postgres, snippet_jar, spark_class_archive
+from rtm_lab import cli, jars, lab, postgres, snippet_jar, spark_class_archive, spark_conf
 from rtm_lab.engines import flink
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
@@ -44,9 +46,17 @@ def main(argv: list[str] | None = None) -> int:
         "--purge", action="store_true", help="also delete the services' data (Kafka log, PostgreSQL cluster)"
     )
     sub.add_parser("status", help="say what runs where")
-    sub.add_parser("env", help="print the connection settings as shell exports")
+    sub.add_parser(
+        "env", help="print the connection settings, and SPARK_CONF_DIR with the Kafka connector, as shell exports"
+    )
     setup = sub.add_parser(
         "setup", help="check Java, install PostgreSQL if missing (as root), download the pinned jars"
+    )
+    setup.add_argument(
+        "--prometheus",
+        action="store_true",
+        help="also unpack Debian's prometheus package into the lab folder if missing (`up --with prometheus` "
+        "otherwise does it on first use)",
     )
     setup.add_argument(
         "--jvm-snippets",
@@ -83,7 +93,14 @@ def main(argv: list[str] | None = None) -> int:
         print(lab.describe(state))
         return 0 if state.kafka.running and state.postgres.running else 3
     elif args.command == "env":
-        print(lab.env_exports(lab.status()))
+        lab.make_lab_dir()
+        try:
+            conf: Path | None = spark_conf.write()
+        except LabError as error:
+            # The services' exports still print: eval keeps them, and this line shows in the terminal.
+            print(f"SPARK_CONF_DIR not exported: {error}", file=sys.stderr)
+            conf = None
+        print(lab.env_exports(lab.status(), spark_conf=conf))
     elif args.command == "setup":
         java, major = check_java()
         print(f"java      {major} at {java}", file=sys.stderr)
@@ -91,13 +108,14 @@ def main(argv: list[str] | None = None) -> int:
             postgres.install_if_root()
             print(f"postgres  binaries in {postgres.find_bin_dir()}", file=sys.stderr)
         jars.ensure_all()
-        try:
-            binaries = prometheus.ensure_binaries(log=lambda line: print(line, file=sys.stderr, flush=True))
-            print(f"prometheus binaries in {binaries}", file=sys.stderr)
-        except LabError as error:
-            # Only `up --with prometheus` and the monitoring tests need it: say so, and let the rest of setup stand.
-            print(f"prometheus not available (needed by `up --with prometheus` only): {error}", file=sys.stderr)
         print(f"jars      ready in {jars_dir()}", file=sys.stderr)
+        if args.prometheus:
+            try:
+                binaries = prometheus.ensure_binaries(log=lambda line: print(line, file=sys.stderr, flush=True))
+                print(f"prometheus binaries in {binaries}", file=sys.stderr)
+            except LabError as error:
+                # Only `up --with prometheus` and the monitoring tests need it: say so, and let the rest of setup stand.
+                print(f"prometheus not available (needed by `up --with prometheus` only): {error}", file=sys.stderr)
         if args.jvm_snippets:
             print(f"snippets  JVM jar at {snippet_jar.build()}", file=sys.stderr)
         if args.flink:

@@ -427,7 +427,11 @@ def _answers(service: Service) -> bool:
     return postgres.answers(service.address)
 
 
-def env_exports(state: LabState) -> str:
+SPARK_CONF_ENV = "SPARK_CONF_DIR"
+
+
+def env_exports(state: LabState, spark_conf: Path | None = None) -> str:
+    """The shell exports for the lab's services, and for `spark_conf` (rtm_lab.spark_conf) when given."""
     lines = []
     if state.kafka.address:
         lines.append(f"export {KAFKA_ENV}={shlex.quote(state.kafka.address)}")
@@ -435,6 +439,8 @@ def env_exports(state: LabState) -> str:
         lines.append(f"export {POSTGRES_ENV}={shlex.quote(state.postgres.address)}")
     if state.prometheus.running:
         lines.append(f"export {PROMETHEUS_URL_ENV}={shlex.quote(state.prometheus.address)}")
+    if spark_conf is not None:
+        lines.append(f"export {SPARK_CONF_ENV}={shlex.quote(str(spark_conf))}")
     return "\n".join(lines)
 
 

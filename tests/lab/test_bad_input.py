@@ -110,6 +110,18 @@ def test_bench_refuses_bad_input_before_starting_anything(env, tmp_path, bench, 
     assert not list(tmp_path.glob("r.*"))
 
 
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["events-out", "--count", "0"], "integer of at least 1"),
+        (["events-out", "--timeout", "nan"], "finite number above 0"),
+        ([" "], "the topic must not be empty"),
+    ],
+)
+def test_read_topic_refuses_bad_input(env, args, why):
+    assert_refused(run("read_topic.py", "--bootstrap", "127.0.0.1:1", *args, env=env), why, "read_topic.py --help")
+
+
 def test_skills_refuses_a_missing_root(env, tmp_path):
     assert_refused(run("skills.py", "--root", str(tmp_path / "nowhere"), "validate", env=env), "not an existing folder")
 

@@ -424,3 +424,34 @@ def test_java_problems_say_what_to_install(lab_env, tmp_path, script, expected):
     assert result.returncode == 2
     assert expected in result.stderr
     assert "Install Java 17 or newer" in result.stderr
+
+
+def test_env_exports_a_spark_conf_dir_whose_defaults_put_the_pinned_connector_on_spark_jars(lab_env):
+    """What lets a plain `SparkSession.builder` (the quick start's command line) find Kafka: the end-to-end run is
+    tests/get_started/test_tutorial.py."""
+    from rtm_lab import jars
+
+    result = run_lab("env", env=lab_env)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    words = shlex.split(result.stdout)
+    exports = dict(word.split("=", 1) for word in words if word != "export")
+    conf = Path(exports["SPARK_CONF_DIR"])
+    assert conf == Path(lab_env["RTM_LAB_DIR"]) / "spark-conf"
+    settings = [line.split(None, 1) for line in (conf / "spark-defaults.conf").read_text().splitlines()]
+    settings = [pair for pair in settings if not pair[0].startswith("#")]
+    assert [key for key, _ in settings] == ["spark.jars"]
+    listed = [Path(path) for path in settings[0][1].split(",")]
+    locked = jars.locked("spark-kafka-connector")
+    assert [path.name for path in listed] == [jar.file_name for jar in locked]
+    assert all(path.is_file() and path.parent == jars_dir() / "spark-kafka-connector" for path in listed)
+
+
+def test_env_without_the_connector_jars_says_to_run_setup_and_still_exports_the_rest(lab_env, tmp_path):
+    lab_env["RTM_JARS_DIR"] = str(tmp_path / "no-jars")
+    lab_env["KAFKA_BOOTSTRAP_SERVERS"] = "127.0.0.1:1"  # `env` only prints it: nothing is started or contacted
+    result = run_lab("env", env=lab_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "export KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:1"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("SPARK_CONF_DIR not exported:"), result.stderr
+    assert "run `python scripts/lab.py setup` first" in lines[0]

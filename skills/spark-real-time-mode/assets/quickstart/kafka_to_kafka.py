@@ -1,13 +1,19 @@
 """Kafka -> parse JSON -> Kafka in real-time mode: the smallest complete RTM pipeline.
 
-Run it against the lab (`eval "$(python scripts/lab.py env)"` first) or your own broker:
+Set KAFKA_BOOTSTRAP_SERVERS, and SPARK_CONF_DIR to a folder whose spark-defaults.conf
+adds the Kafka connector. Against the lab, `eval "$(python scripts/lab.py env)"` sets
+both. Then:
 
     python snippets/quickstart/kafka_to_kafka.py SOURCE_TOPIC SINK_TOPIC
 """
 
 import os
+import signal
 import sys
 import tempfile
+import threading
+
+from pyspark.errors import AnalysisException
 
 # --8<-- [start:pipeline]
 from pyspark.sql import DataFrame, SparkSession
@@ -84,19 +90,50 @@ def start_pipeline(
 # --8<-- [end:pipeline]
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
-    # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
-    # leaves nothing behind.
+def run_until_ctrl_c(query: StreamingQuery) -> None:
+    # Ctrl-C only sets a flag: PySpark's own handler interrupts the JVM call that
+    # waits, which py4j logs as an error. The loop sees the flag within a second.
+    interrupted = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: interrupted.set())
+    while not interrupted.is_set() and not query.awaitTermination(1):
+        pass
+    query.stop()
+
+
+def main(args: list[str]) -> int:
+    """Run the pipeline until Ctrl-C. Its checkpoint is a temporary folder, removed
+    when it ends: a run leaves nothing behind."""
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if len(args) != 2 or not bootstrap:
+        print(__doc__, file=sys.stderr)
+        return 2
+    source_topic, sink_topic = args
+    # The Kafka connector comes from spark-defaults.conf in SPARK_CONF_DIR.
+    spark = SparkSession.builder.appName("kafka-to-kafka").getOrCreate()
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
-        query = start_pipeline(
-            SparkSession.builder.appName("kafka-to-kafka").getOrCreate(),
-            os.environ["KAFKA_BOOTSTRAP_SERVERS"],
-            sys.argv[1],
-            sys.argv[2],
-            checkpoint,
-        )
-        query.awaitTermination()
+        try:
+            query = start_pipeline(
+                spark,
+                bootstrap,
+                source_topic,
+                sink_topic,
+                checkpoint,
+            )
+        except AnalysisException as error:
+            if error.getCondition() != "KAFKA_DATA_SOURCE_NOT_ENABLED":
+                raise
+            print(
+                "Spark has no Kafka connector: point SPARK_CONF_DIR at a folder",
+                "whose spark-defaults.conf adds it.",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"Real-time query running: {source_topic} -> {sink_topic}.", flush=True)
+        print("Ctrl-C stops it.", flush=True)
+        run_until_ctrl_c(query)
+        print("Stopped.", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
