@@ -1,11 +1,10 @@
 """Two pieces of real-time mode advice from other sources, as plain PySpark, for
 docs/reference/advice-checked.md.
 
-`stamped_rows()` stamps each row with `current_timestamp()`, as some pipelines do to mark
-a row's time; the test feeds rows at two moments inside one batch and reads the stamps.
-`SHUFFLE_MANAGER_CLASSES` are the class names a published real-time set-up put in
-`spark.shuffle.manager`; scripts/rtm_lab/probes/shuffle_manager.py starts a session with
-each of them.
+`stamped_rows()` stamps each row with `current_timestamp()`, as some pipelines do to
+mark a row's time; the test feeds rows at two moments inside one batch and reads the
+stamps. The two class names below go into `spark.shuffle.manager`;
+scripts/rtm_lab/probes/shuffle_manager.py starts a session with each of them.
 """
 
 from pyspark.sql import functions as F
@@ -35,8 +34,7 @@ def stamped_rows(
 
 # --8<-- [end:stamped_rows]
 
-# The cluster configuration of databricks-solutions/databricks-blogposts PR #75 named the
-# first; the second is the class Spark 4.3.0 itself routes real-time shuffles to.
+# A published cluster configuration (databricks-blogposts PR #75) named the first. The
+# second is Spark 4.3.0's default manager for real-time (pipelined) shuffles.
 MULTI_SHUFFLE_MANAGER = "org.apache.spark.shuffle.streaming.MultiShuffleManager"
 STREAMING_SHUFFLE_MANAGER = "org.apache.spark.shuffle.streaming.StreamingShuffleManager"
-SHUFFLE_MANAGER_CLASSES = (MULTI_SHUFFLE_MANAGER, STREAMING_SHUFFLE_MANAGER)

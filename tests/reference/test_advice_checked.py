@@ -17,7 +17,7 @@ from snippets.reference.advice_checked import (
     STREAMING_SHUFFLE_MANAGER,
     stamped_rows,
 )
-from snippets.reference.errors import error_class
+from snippets.reference.errors import error_class, foreach_batch
 
 WAVE_GAP_S = 1.5  # the second wave is sent this long after the first, so its Kafka timestamps are later
 
@@ -46,6 +46,16 @@ def test_current_timestamp_is_one_value_for_the_whole_batch(spark, lab, kafka_to
     assert len(stamps) == 1, stamps
     assert len(kafka_times) > 1, kafka_times
     assert max(stamps) < min(kafka_times), (stamps, kafka_times)
+
+
+def test_the_allowlist_refusal_says_switching_it_off_is_at_your_own_risk(spark, lab, kafka_topic, checkpoint):
+    """The refusal names the switch and the risk: what the allowlist row quotes."""
+    with pytest.raises(Exception) as refused:
+        foreach_batch(spark, lab.kafka_bootstrap, kafka_topic(), kafka_topic(), checkpoint).stop()
+    assert error_class(refused.value) == "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"
+    message = str(refused.value)
+    assert "set spark.sql.streaming.realTimeMode.allowlistCheck to false" in message, message
+    assert "you agree to run the query at your own risk" in message, message
 
 
 def test_shuffle_manager_cannot_be_set_on_a_running_session(spark):
