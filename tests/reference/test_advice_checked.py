@@ -71,12 +71,13 @@ def test_shuffle_manager_cannot_be_set_on_a_running_session(spark):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a child JVM and two SparkContexts; about 40 s on a loaded 2-core machine
 def test_shuffle_manager_class_names_at_session_start(lab, tmp_path):
     """In a session of its own: MultiShuffleManager starts and a dropDuplicates query runs in real-time mode;
     StreamingShuffleManager stops the session from starting."""
     command = [sys.executable, "-m", "rtm_lab.probes.shuffle_manager", "--bootstrap", lab.kafka_bootstrap]
     command += ["--workdir", str(tmp_path), MULTI_SHUFFLE_MANAGER, STREAMING_SHUFFLE_MANAGER]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=420, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=540, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     multi, streaming = (json.loads(line) for line in done.stdout.splitlines() if line.startswith("{"))
     assert (multi["session"], multi["conf"], multi["query"]) == ("starts", MULTI_SHUFFLE_MANAGER, RUNS), multi
