@@ -20,17 +20,23 @@ but not yet out) has stayed under --settle-rows for --settle-seconds (a freshly 
 until it has compiled it: on a first run it can fall a second behind for 15-20 s), prints how long that took and the warm-up's own figures on a line of
 their own, then measures --seconds. If the backlog never settles within --warmup-max, it measures anyway and says the
 figures are not steady state.
+
+--record FILE writes the summary the run ends with to FILE (docs/results/demo-screen.txt is the one the README and the
+get-started page show), under a header naming the command, the date, how long the run took, the machine and its load.
+A run that fails is not recorded.
 """
 
 import argparse
 import json
+import os
+import shlex
 import shutil
 import sys
 import tempfile
 import threading
 import time
 
-from rtm_lab import cli, lab, loadgen, paths, percentiles, plans, snippet_jar, topics, warmup
+from rtm_lab import cli, demo_screen, lab, loadgen, paths, percentiles, plans, snippet_jar, topics, warmup
 from rtm_lab.apps import live_monitor
 from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.errors import LabError
@@ -104,6 +110,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=120,
         help="warm-up: give up after this many seconds, measure anyway and say the figures are not steady state "
         "(default 120)",
+    )
+    parser.add_argument(
+        "--record",
+        type=cli.text_output,
+        metavar="FILE.txt",
+        help="write the summary the run ends with to this file, under a header with the date, duration, machine and "
+        "load (docs/results/demo-screen.txt is the one the README shows)",
     )
     args = parser.parse_args(argv)
     if args.monitor and args.pipeline == "postgres":
@@ -221,7 +234,27 @@ def postgres_demo(state, args, say, log_file) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     exit_cleanly_on_termination()
-    say = lambda line: print(line, flush=True)  # noqa: E731
+    began, load_at_start = time.monotonic(), os.getloadavg()[0]
+    printed: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        printed.append(line)
+
+    code = run_demo(args, say)
+    if args.record:
+        if code != 0:
+            say(f"record          not written: the run failed (exit {code}); {args.record} is unchanged")
+            return code
+        command = shlex.join(["python", "scripts/demo.py", *(sys.argv[1:] if argv is None else argv)])
+        head = demo_screen.header(command, time.monotonic() - began, load_at_start)
+        demo_screen.write(args.record, head, demo_screen.summary(printed))
+        say(f"record          the summary above, written to {args.record}")
+    return code
+
+
+def run_demo(args: argparse.Namespace, say) -> int:
+    """The demo itself: starts the lab if needed, runs the pipeline, prints its summary; the exit code."""
     try:
         state, started = lab.up(log=say, with_services={"prometheus"} if args.monitor else set())
     except LabError as exc:

@@ -1,6 +1,7 @@
 """`make demo`'s program, short: the seed pipeline at the recommended interval through the JVM writer, nothing lost,
 the master it really ran on named, a warm-up until the backlog settled with the latency figures measured after it,
-and Spark's log summed up with no warning or error left unexplained.
+and Spark's log summed up with no warning or error left unexplained. Its summary keeps the shape of the recorded one the
+README and the get-started page show (docs/results/demo-screen.txt).
 
 The errors the summary explains are what Spark 4.3 logs when a real-time query with a shuffle (here dropDuplicates)
 is stopped mid-batch; the query itself ends without an error, or the demo would have failed. The warning is
@@ -19,6 +20,7 @@ import numpy as np
 import psycopg2
 import pytest
 
+from rtm_lab import demo_screen
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.spark_log import log_line
 from rtm_lab.warmup import SettleRule, Settling
@@ -27,16 +29,29 @@ from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL
 SETTLE_ROWS, SETTLE_S, MEASURE_S = 150, 2, 5
 NUMBER = r"([\d,.]+)"
 FIGURES = r"p50 (\d+) ms  p95 (\d+) ms  p99 (\d+) ms  \(n=(\d+) "
+RECORDED = PROJECT_ROOT / "docs" / "results" / "demo-screen.txt"
+RECORD_COMMAND = "python scripts/demo.py --record docs/results/demo-screen.txt"
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_every_spark_error(lab):
+def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_every_spark_error(lab, tmp_path):
+    record = tmp_path / "screen.txt"
     cmd = [sys.executable, "scripts/demo.py", "--rate", "500", "--seconds", str(MEASURE_S)]
     cmd += ["--settle-rows", str(SETTLE_ROWS), "--settle-seconds", str(SETTLE_S), "--warmup-max", "90"]
-    done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)
+    done = subprocess.run(
+        [*cmd, "--record", str(record)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280
+    )
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+
+    # --record wrote this run's summary under its header. The summary has the shape of the recorded one the pages show:
+    # a label or line changed in the demo fails here until docs/results/demo-screen.txt is recorded again.
+    head, screen = demo_screen.read(record)
+    assert screen == demo_screen.summary(out.splitlines()) and screen[0].startswith("produced "), out
+    assert head[0].startswith("# Recorded by `python scripts/demo.py --rate 500 "), head
+    drift = demo_screen.drift(screen, demo_screen.read(RECORDED)[1])
+    assert not drift, "\n".join([*drift, f"the demo's summary changed: record it again with `{RECORD_COMMAND}`"])
 
     assert f'realTime="{REAL_TIME_INTERVAL}"' in out and "via the jvm writer" in out
     assert re.search(r"spark +running on local\[4\]", out), out  # 2 partitions + 2 shuffle partitions, named as run
@@ -105,6 +120,52 @@ def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_e
     assert len(re.findall(r"Connection to streaming shuffle writer \d+ closed before termination", text)) >= errors
     # SESSION_CONF's shuffle buffer holds the largest dead letter: the streaming shuffle has no row to warn about.
     assert "is larger than the block size" not in text
+
+
+def test_the_recorded_screen_is_a_passing_runs_summary_with_the_conditions_it_ran_under():
+    """docs/results/demo-screen.txt, which the README and the get-started page show: written by --record (when, how
+    long, on what, under which load), from a run that settled, lost nothing and explained Spark's log."""
+    head, screen = demo_screen.read(RECORDED)
+    assert head[0].startswith(f"# Recorded by `{RECORD_COMMAND}` on 20"), head
+    assert re.fullmatch(r"# The whole run took \d+ min \d\d s \(.*\)\.", head[1]), head
+    assert re.match(r"# Machine: \d+ cores \(.+\).*; load average [\d.]+ at the start and [\d.]+ at the end", head[2])
+    labels = ["produced ", "written ", "JVM warm-up ", "warm-up figures ", "end-to-end ", "other writer "]
+    labels += ["duplicates ", "dead-lettered ", "rows in Postgres ", "Spark's log "]
+    assert len(screen) == len(labels) and all(map(str.startswith, screen, labels)), screen
+    assert screen[4].endswith(": steady state") and re.search(r"; lost 0, duplicate keys 0$", screen[8]), screen
+    errors = re.search(r", (\d+) errors?(?: \((\d+) of them from stopping the query mid-batch)?", screen[9])
+    assert errors and int(errors[1]) == int(errors[2] or 0), screen[9]  # every error Spark logged is explained
+
+
+def test_a_shape_leaves_out_what_changes_between_runs_and_keeps_every_label_and_word():
+    run = [
+        "written         1987 rows/s (first to last write)",
+        "rows in Postgres 61234 in demo_0a1b2c3d.events; lost 0, duplicate keys 0",
+        "Spark's log     /work/labs/a/demo-postgres-spark.log: 1 warning (1 of them Spark's notice), 3 errors (3 of them "
+        "from stopping the query mid-batch)",
+    ]
+    other_run = [
+        "written         498.5 rows/s (first to last write)",
+        "rows in Postgres 2571 in demo_ffee0099.events; lost 0, duplicate keys 0",
+        "Spark's log     /home/me/rtm/.lab/demo-postgres-spark.log: 2 warnings (1 of them Spark's notice; 1 of them a "
+        "state store that took over 2 s to open), 1 error (1 of them from stopping the query mid-batch)",
+    ]
+    assert demo_screen.drift(other_run, run) == []
+    relabelled = ["written rows    1987 rows/s (first to last write)", *run[1:]]
+    assert "+written rows # rows/s (first to last write)" in demo_screen.drift(relabelled, run)
+    assert demo_screen.drift(run[:2], run)  # a line gone is drift too
+
+
+def test_a_record_path_is_checked_before_any_work():
+    for path, why in (
+        ("screen.json", "must be a file name ending in .txt"),
+        ("/no/such/folder/s.txt", "does not exist"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "scripts/demo.py", "--record", path], cwd=PROJECT_ROOT, capture_output=True, text=True
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert why in done.stderr.strip().splitlines()[-1], done.stderr
 
 
 def test_the_warm_up_settles_only_after_the_backlog_stayed_under_the_bound_and_gives_up_at_the_cap():

@@ -98,14 +98,23 @@ def spark_interval(text: str) -> str:
 def json_output(text: str) -> Path:
     """A result file to write: its name ends in .json (tables are written beside it under the same name) and its
     folder exists and is writable, checked before any work starts."""
+    return _output_file(text, ".json")
+
+
+def text_output(text: str) -> Path:
+    """A text file to write (a recorded screen): its name ends in .txt and its folder is writable, checked first."""
+    return _output_file(text, ".txt")
+
+
+def _output_file(text: str, suffix: str) -> Path:
     path = Path(text)
-    if path.suffix != ".json":
-        raise argparse.ArgumentTypeError(f"must be a file name ending in .json, got {text!r}")
+    if path.suffix != suffix:
+        raise argparse.ArgumentTypeError(f"must be a file name ending in {suffix}, got {text!r}")
     folder = path.parent
     if not folder.is_dir():
         raise argparse.ArgumentTypeError(f"folder {str(folder)!r} of {text!r} does not exist; create it first")
     if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name ending in .json")
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder; give a file name ending in {suffix}")
     try:
         # Really create a file there: permissions, read-only mounts and quotas all show up now, not after the run.
         with tempfile.TemporaryFile(dir=folder):
