@@ -11,6 +11,7 @@
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines   likewise, from their JSON
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
+  python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
 
 The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtm_lab import cli
-from rtm_lab.generated import generated_note, markdown_table, write_or_check
+from rtm_lab.generated import MissingRegion, generated_note, markdown_table, replace_region, write_or_check
 from rtm_lab.paths import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "docs" / "results"
@@ -131,23 +132,49 @@ TABLES = {
 }
 
 
+@dataclass(frozen=True)
+class Region:
+    """A generated block inside a hand-written file: README cannot include files as the docs site does."""
+
+    file: Path
+    name: str  # in the markers that open and close it
+    render: Callable[[Path], str]  # the results folder -> the block's text
+
+
+def _demo_screen_block(results: Path) -> str:
+    path = results / "demo-screen.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist: run `python scripts/demo.py --record {path}` first.")
+    return "```text\n" + path.read_text() + "```\n"
+
+
+REGIONS = {"readme-demo-screen": Region(PROJECT_ROOT / "README.md", "demo-screen", _demo_screen_block)}
+
+
+def _render_region(name: str, results: Path) -> str:
+    region = REGIONS[name]
+    command = f"python scripts/tables.py {name}"
+    return replace_region(region.file.read_text(), region.name, region.render(results), command)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = cli.parser_from_doc("tables.py", __doc__)
-    parser.add_argument("name", choices=[*TABLES, "all"], help="which table")
+    parser.add_argument("name", choices=[*TABLES, *REGIONS, "all"], help="which table")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is stale or missing")
     parser.add_argument("--results", type=Path, default=RESULTS, help="the results folder (%(default)s)")
     args = parser.parse_args(argv)
-    names = list(TABLES) if args.name == "all" else [args.name]
+    names = [*TABLES, *REGIONS] if args.name == "all" else [args.name]
     failed = 0
     for name in names:
         try:
-            text = TABLES[name].render(args.results)
-        except FileNotFoundError as exc:
+            if name in REGIONS:
+                text, output = _render_region(name, args.results), REGIONS[name].file
+            else:
+                text, output = TABLES[name].render(args.results), args.results / TABLES[name].output
+        except (FileNotFoundError, MissingRegion) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        failed |= write_or_check(
-            text, args.results / TABLES[name].output, args.check, f"python scripts/tables.py {name}"
-        )
+        failed |= write_or_check(text, output, args.check, f"python scripts/tables.py {name}")
     return failed
 
 
