@@ -44,7 +44,7 @@ lint: $(VENV)/.installed
 
 # Three workers by default on 2 cores (tests/parallel.py says how they share one lab: a test marked `alone` runs while
 # no other does, one marked `timing` runs first in line for the CPU). Much of a streaming test is waiting for an
-# interval or a commit, and a third worker fills those waits: see README for the measured times.
+# interval or a commit, and a third worker fills those waits: see tests/README.md for the measured times.
 # PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 3
 PARALLEL := -n $(PYTEST_WORKERS)
