@@ -12,6 +12,8 @@
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
+  python scripts/tables.py diagram-timeline, diagram-timeline-narrow, diagram-slots   the concept diagrams (SVG,
+                                                 into docs/diagrams/), from rtm_lab.diagrams: no results needed
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
 
 The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
@@ -25,16 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rtm_lab import cli
+from rtm_lab.diagrams import slots, timeline
 from rtm_lab.generated import MissingRegion, generated_note, markdown_table, replace_region, write_or_check
 from rtm_lab.paths import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "docs" / "results"
+DIAGRAMS = PROJECT_ROOT / "docs" / "diagrams"
 
 
 @dataclass(frozen=True)
 class Table:
     output: str  # file name in the results folder
     render: Callable[[Path], str]  # the results folder -> the table's text
+    folder: Path | None = None  # where it is written, when not the results folder
 
 
 def _cases_table(name: str, rows: Callable) -> Callable[[Path], str]:
@@ -96,6 +101,7 @@ def _stall_5s(results: Path) -> str:
 
 STALL_SOURCES = ("latency-sweep.json", "boundary-settings.json")
 
+
 TABLES = {
     "support-matrix": Table("support-matrix.md", _support_matrix),
     "allowlist-off": Table("allowlist-off.md", _cases_table("allowlist-off", _allowlist_off_rows)),
@@ -129,6 +135,10 @@ TABLES = {
     ),
     "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
+    # Drawn from code alone (no results file): the pages include what `--check` keeps in step with the drawing.
+    "diagram-timeline": Table("timeline.svg", lambda _: timeline.render(timeline.WIDE), DIAGRAMS),
+    "diagram-timeline-narrow": Table("timeline-narrow.svg", lambda _: timeline.render(timeline.NARROW), DIAGRAMS),
+    "diagram-slots": Table("slots.svg", lambda _: slots.render(), DIAGRAMS),
 }
 
 
@@ -170,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             if name in REGIONS:
                 text, output = _render_region(name, args.results), REGIONS[name].file
             else:
-                text, output = TABLES[name].render(args.results), args.results / TABLES[name].output
+                table = TABLES[name]
+                text, output = table.render(args.results), (table.folder or args.results) / table.output
         except (FileNotFoundError, MissingRegion) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
