@@ -8,6 +8,7 @@ machine (the driver, the executor and the broker's LogAppendTime).
 """
 
 import itertools
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -194,6 +195,69 @@ def test_legacy_continuous_processing_is_a_different_trigger(spark, lab, kafka_t
     with pytest.raises(Exception) as refused:
         stop_after(stateful.outputMode("update").trigger(continuous="1 second").start())
     assert "Continuous processing does not support" in str(refused.value), error_class(refused.value)
+
+
+@dataclass(frozen=True)
+class StageSpan:
+    stage_id: int
+    submitted_ms: int
+    completed_ms: int
+
+
+def batch_stage_spans(spark, run_id: str) -> dict[int, list[StageSpan]]:
+    """{batch id: its completed stages}, for one query run, from the driver's status store: what the Spark UI's
+    stage pages show, read through py4j because the test session runs without the UI. Each batch's job carries the
+    description Spark sets per batch (run id, then "batch = N"). Skipped stages (nothing to run) are left out."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    jobs = store.jobsList(None)
+    spans: dict[int, list[StageSpan]] = {}
+    for i in range(jobs.size()):
+        job = jobs.apply(i)
+        description = job.description().get() if job.description().isDefined() else ""
+        batch = re.search(r"\bbatch = (\d+)\s*$", description)
+        if run_id not in description or not batch:
+            continue
+        stage_ids = job.stageIds()
+        for k in range(stage_ids.length()):
+            stage = store.lastStageAttempt(stage_ids.apply(k))
+            if stage.status().toString() == "COMPLETE":
+                span = StageSpan(
+                    stage.stageId(), stage.submissionTime().get().getTime(), stage.completionTime().get().getTime()
+                )
+                spans.setdefault(int(batch.group(1)), []).append(span)
+    return {batch: sorted(stages, key=lambda s: s.submitted_ms) for batch, stages in spans.items()}
+
+
+def test_micro_batch_runs_stages_one_after_the_other_and_real_time_mode_runs_them_at_once(
+    spark, lab, kafka_topic, checkpoint, stop_after
+):
+    """The timeline diagram's two lanes, on one stateful query (dropDuplicates: a source stage, then a shuffle stage
+    of 2 partitions). Micro-batch: in each batch the shuffle stage is submitted only after the source stage
+    completed. Real-time mode: both stages of the batch are submitted before either completes. Orderings of the
+    driver's own stage timestamps, never a duration."""
+    source = kafka_topic()
+    produce_paced(lab.kafka_bootstrap, source, 20, rate=100)
+    micro = _kafka_copy(spark, lab.kafka_bootstrap, source, kafka_topic(), checkpoint + "-micro", dedup=True)
+    query = micro.outputMode("update").trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    assert not query.isActive and query.exception() is None
+    micro_batches = [s for s in batch_stage_spans(spark, str(query.runId)).values() if len(s) == 2]
+    assert micro_batches, batch_stage_spans(spark, str(query.runId))
+    for first, second in micro_batches:
+        assert second.submitted_ms >= first.completed_ms, (first, second)
+
+    real_time = _kafka_copy(spark, lab.kafka_bootstrap, source, kafka_topic(), checkpoint + "-rt", dedup=True)
+    query = stop_after(real_time.outputMode("update").trigger(realTime=f"{INTERVAL_S} seconds").start())
+    # Batch 0 ends after the batch duration; its stages are recorded as complete once its tasks have finished.
+    deadline = time.monotonic() + 120
+    while len(batch_stage_spans(spark, str(query.runId)).get(0, [])) < 2 and time.monotonic() < deadline:
+        assert query.exception() is None
+        time.sleep(0.5)
+    query.stop()
+    stages = batch_stage_spans(spark, str(query.runId)).get(0, [])
+    assert len(stages) == 2, stages
+    assert max(s.submitted_ms for s in stages) < min(s.completed_ms for s in stages), stages
+    print(f"\nmicro-batch stages per batch {micro_batches}\nreal-time batch 0 stages {stages}")
 
 
 def read_latencies_or_values(bootstrap: str, topic: str, expected: int) -> list:

@@ -57,6 +57,15 @@ def test_calculator_reads_exchanges_from_the_plan(spark, lab, kafka_topic):
     # Stages add up: repartition(5) then an aggregation is three stages, 3 + 5 + 2 tasks.
     both = slots_needed(slot_sizing.aggregation(slot_sizing.repartition(raw, 5)), source_tasks)
     assert sorted(both.shuffle_tasks) == [2, 5] and both.total == 10
+    # Left at Spark's default, the aggregation's shuffle is 200 tasks (AQE, which could merge them, is off in
+    # real-time mode): the trap the page's warning and its diagram name.
+    session_value = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.unset("spark.sql.shuffle.partitions")
+    try:
+        at_default = slots_needed(slot_sizing.aggregation(raw), source_tasks)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", session_value)
+    assert at_default == SlotNeed(3, (200,)) and at_default.total == 203
 
 
 @pytest.mark.slow
