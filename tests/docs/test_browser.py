@@ -3,13 +3,16 @@
 Checks what a reader sees: pages render with their code blocks and a copy button on each, and search finds "slot";
 at 1280 x 1000 (a laptop window) no code block and no table on any page scrolls sideways, and the front page shows
 its headline, plot and cards without scrolling; at 390 px (a phone) the navigation works and nothing but code blocks
-scrolls sideways. One browser session for all of it. Screenshots go to .lab/screenshots/ (git-ignored) for a person
-to look at.
+scrolls sideways; the concept diagrams show their labels, legible, in the light and the dark theme at both sizes,
+and their pages ask no host but the docs server for anything. One browser session for all of it. Screenshots go to
+.lab/screenshots/ (git-ignored) for a person to look at.
 """
 
 import functools
 import http.server
+import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -84,6 +87,8 @@ def browser(tmp_path_factory):
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    # Every request the page makes, read back by the diagram test from the DevTools log.
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
     driver.set_page_load_timeout(WAIT_S)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -303,3 +308,134 @@ def test_on_a_phone_the_navigation_opens_and_leads_to_a_page(browser, site_url):
     heading = wait_for(browser, "article.md-content__inner h1")[0]
     assert "slot" in heading.text.lower(), heading.text
     browser.save_screenshot(str(SCREENSHOTS / "phone-navigation.png"))
+
+
+# Each concept diagram: the page it is on, its SVG's id (a diagram drawn in two layouts has the `-wide` and
+# `-narrow` ids, one shown at a time), and the words a reader must be able to read in it.
+DIAGRAMS = {
+    "timeline": ("concepts/", "rtm-timeline", ("source task", "shuffle", "commit", "boundary stall")),
+    "slots": ("reference/slot-sizing/", "rtm-slots", ("source task", "shuffle", "task slot", "202 task slots")),
+}
+SCHEMES = ("default", "slate")  # mkdocs.yml's light and dark palettes
+# WCAG AA for normal text, and the smallest glyph box (font size x line box) that is still read without zooming.
+MIN_CONTRAST = 4.5
+MIN_TEXT_PX = 11
+DIAGRAM_JS = """
+const prefix = arguments[0];
+const shown = [...document.querySelectorAll('article figure.rtm-diagram svg')]
+  .filter((svg) => svg.id.startsWith(prefix) && svg.getBoundingClientRect().width > 0);
+const page = getComputedStyle(document.body).backgroundColor;
+return shown.map((svg) => {
+  const box = svg.getBoundingClientRect();
+  return {
+    id: svg.id, left: box.left, right: box.right, background: page,
+    labelledBy: (svg.getAttribute('aria-labelledby') || '').split(' ')
+      .map((id) => (document.getElementById(id) || {}).textContent || ''),
+    texts: [...svg.querySelectorAll('text')].map((t) => {
+      const r = t.getBoundingClientRect();
+      const style = getComputedStyle(t);
+      return {words: t.textContent, left: r.left, right: r.right, height: r.height, fill: style.fill,
+              shown: style.display !== 'none' && style.visibility !== 'hidden' && Number(style.opacity) > 0};
+    }),
+  };
+});
+"""
+
+
+def rgba(css: str) -> tuple[float, float, float, float]:
+    """`rgb(r, g, b)` or `rgba(r, g, b, a)` as computed by the browser."""
+    numbers = [float(n) for n in re.findall(r"[\d.]+", css)]
+    assert len(numbers) in (3, 4), f"not a computed colour: {css!r}"
+    return numbers[0], numbers[1], numbers[2], numbers[3] if len(numbers) == 4 else 1.0
+
+
+def contrast(fill: str, background: str) -> float:
+    """WCAG contrast ratio of a (possibly translucent) text colour over an opaque background."""
+    fr, fg, fb, alpha = rgba(fill)
+    br, bg, bb, _ = rgba(background)
+    blended = [alpha * f + (1 - alpha) * b for f, b in ((fr, br), (fg, bg), (fb, bb))]
+
+    def luminance(rgb) -> float:
+        linear = [c / 255 / 12.92 if c / 255 <= 0.03928 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    light, dark = sorted((luminance(blended), luminance((br, bg, bb))), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def switch_scheme(browser, scheme: str) -> None:
+    """Through the theme's own toggle in the header, as a reader does: click until the page wears `scheme`."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def current(driver) -> str:
+        return driver.find_element(By.TAG_NAME, "body").get_attribute("data-md-color-scheme")
+
+    for _ in SCHEMES:
+        if current(browser) == scheme:
+            return
+        toggle = browser.find_element(
+            By.CSS_SELECTOR, "form[data-md-component=palette] label.md-header__button:not([hidden])"
+        )
+        before = current(browser)
+        toggle.click()
+        WebDriverWait(browser, WAIT_S).until(
+            lambda d, before=before: current(d) != before, "the palette toggle changed nothing"
+        )
+    assert current(browser) == scheme, f"the palette toggle never reached {scheme}"
+
+
+def requested_urls(browser) -> list[str]:
+    """Every URL the browser asked for since the last call (the DevTools log, read and emptied)."""
+    urls = []
+    for entry in browser.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+@pytest.mark.parametrize("size", [LAPTOP, PHONE], ids=["1280", "390"])
+@pytest.mark.parametrize("name", list(DIAGRAMS))
+def test_concept_diagram_is_legible_in_both_themes_and_asks_no_other_host(browser, site_url, name, size):
+    """The diagram is inline SVG with real <text>: each required label is shown, inside the window, at least
+    MIN_TEXT_PX tall and at WCAG AA contrast over the page, in the light and the dark theme; its title and
+    description are there for a screen reader; and loading the page asked no host but the docs server."""
+    from selenium.webdriver.common.by import By
+
+    path, prefix, labels = DIAGRAMS[name]
+    set_viewport(browser, size)
+    problems = []
+    for scheme in SCHEMES:
+        requested_urls(browser)  # empties the log: what follows is this page's load
+        open_page(browser, f"{site_url}/{path}")
+        switch_scheme(browser, scheme)
+        outside = [u for u in requested_urls(browser) if not u.startswith((site_url + "/", "data:", "blob:"))]
+        assert not outside, f"{path} asked other hosts: {outside}"
+        diagrams = browser.execute_script(DIAGRAM_JS, prefix)
+        assert len(diagrams) == 1, f"{path} at {size[0]} px shows {[d['id'] for d in diagrams]}, not one {prefix}"
+        diagram = diagrams[0]
+        assert all(diagram["labelledBy"]) and len(diagram["labelledBy"]) == 2, diagram["labelledBy"]
+        assert rgba(diagram["background"])[3] == 1, f"the page's background is not opaque: {diagram['background']}"
+        window = browser.execute_script("return window.innerWidth")
+        assert diagram["left"] >= 0 and diagram["right"] <= window + TOLERANCE_PX, (diagram["left"], diagram["right"])
+        for label in labels:
+            found = [t for t in diagram["texts"] if label in t["words"]]
+            if not found:
+                problems.append(f"{scheme} {size[0]} px: no text {label!r} in {diagram['id']}")
+        for text in diagram["texts"]:
+            where = f"{scheme} {size[0]} px, {diagram['id']}, {text['words']!r}"
+            ratio = contrast(text["fill"], diagram["background"])
+            if not text["shown"] or text["height"] < MIN_TEXT_PX:
+                problems.append(f"{where}: hidden or {text['height']:.1f} px tall")
+            if text["left"] < diagram["left"] - TOLERANCE_PX or text["right"] > diagram["right"] + TOLERANCE_PX:
+                problems.append(f"{where}: runs out of the picture ({text['left']:.0f}-{text['right']:.0f} px)")
+            if ratio < MIN_CONTRAST:
+                problems.append(f"{where}: contrast {ratio:.1f} ({text['fill']} on {diagram['background']})")
+        figure = browser.find_element(By.CSS_SELECTOR, f"article figure.rtm-diagram:has(svg[id^='{prefix}'])")
+        # The whole figure in the window, clear of the sticky header: a screenshot keeps only what the window shows.
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", figure)
+        figure.screenshot(
+            str(SCREENSHOTS / f"diagram-{name}-{'light' if scheme == 'default' else 'dark'}-{size[0]}.png")
+        )
+    assert not problems, "\n".join(problems)
