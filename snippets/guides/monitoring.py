@@ -193,8 +193,8 @@ def watch_postgres_sink(
 # --8<-- [start:listener]
 BATCH_ID = Gauge("rtm_batch_id", "Id of the last batch that ended", ["query"])
 BATCH_ROWS = Gauge("rtm_batch_input_rows", "Input rows of the last batch", ["query"])
-BATCH_DURATION = Gauge(
-    "rtm_batch_duration_seconds", "Phases of the last batch", ["query", "phase"]
+BATCH_PHASES = Gauge(
+    "rtm_batch_phase_seconds", "Phases of the last batch", ["query", "phase"]
 )
 STATE_ROWS = Gauge("rtm_batch_state_rows", "State rows after the last batch", ["query"])
 BATCH_END = Gauge(
@@ -203,7 +203,7 @@ BATCH_END = Gauge(
     ["query"],
 )
 BATCH_DURATION = Gauge(
-    "rtm_batch_duration_seconds",
+    "rtm_configured_batch_duration_seconds",
     "The query's batch duration, as passed to trigger(realTime=...)",
     ["query"],
 )
@@ -227,7 +227,7 @@ class ProgressGauges(StreamingQueryListener):
         BATCH_ID.labels(name).set(progress.batchId)
         BATCH_ROWS.labels(name).set(progress.numInputRows)
         for phase, ms in progress.durationMs.items():
-            BATCH_DURATION.labels(name, phase).set(ms / 1000)
+            BATCH_PHASES.labels(name, phase).set(ms / 1000)
         STATE_ROWS.labels(name).set(
             sum(s.numRowsTotal for s in progress.stateOperators)
         )

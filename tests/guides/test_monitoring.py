@@ -333,7 +333,7 @@ def test_promql_quantiles_agree_with_the_records_and_a_clean_run_fires_nothing(r
     # ended: thousands of records went through and Spark reported no progress, so batch gauges have no series yet.
     # (This driver's series only: the same Prometheus may hold an earlier run's for five minutes.)
     driver = f'{{instance="127.0.0.1:{run.driver_port}"}}'
-    assert run.value(f"max(rtm_batch_duration_seconds{driver})") == 300
+    assert run.value(f"max(rtm_configured_batch_duration_seconds{driver})") == 300
     # It still holds the query's start, set before the warm-up: no batch end has moved it.
     assert 0 < run.value(f"max(rtm_batch_last_end_timestamp_seconds{driver})") < began
     assert run.value(f"count(rtm_batch_id{driver})", all_=True) == []
