@@ -231,8 +231,8 @@ def markdown(result: dict) -> str:
             lines += [
                 "",
                 f'The real-time run ends inside its first `realTime="{result["settings"]["rtm_interval"]}"` batch: it '
-                "crosses no batch boundary. What a boundary costs the Kafka -> Kafka query, at this batch duration and at the "
-                "5-second minimum, is in the batch duration sweep.",
+                "crosses no batch boundary. What a boundary costs the Kafka -> Kafka query, here and at the 5-second minimum, "
+                "is in the batch duration sweep.",
             ]
         if ad:
             lines += state_lines(modes, labels, result["settings"]["rtm_interval"])
