@@ -28,7 +28,7 @@ BENCHMARKS = (
         bench_monitor,
         "the latency monitor's cost on the query, and PromQL's percentiles against the records'",
     ),
-    ("recovery", bench_recovery, "the driver SIGKILLed mid-interval and restarted: rows replayed, time to resume"),
+    ("recovery", bench_recovery, "the driver SIGKILLed mid-batch and restarted: rows replayed, time to resume"),
 )
 
 

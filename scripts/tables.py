@@ -7,7 +7,7 @@
   python scripts/tables.py readiness-check       the readiness check's agreement and sample reports, from its JSON
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md from the latency benchmark's JSON
-  python scripts/tables.py latency-sweep-headline the front page's headline sentence, from the interval sweep's JSON
+  python scripts/tables.py latency-sweep-headline the front page's headline sentence, from the batch duration sweep's JSON
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines   likewise, from their JSON
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON

@@ -1,6 +1,6 @@
 """Several test workers, one lab: what `make test` needs to run the suite under pytest-xdist (`-n 3`).
 
-Most of a streaming test's time is waiting (an interval to end, a batch to commit, a process to start): several
+Most of a streaming test's time is waiting (a batch to end and commit, a process to start): several
 workers share the machine's two cores better than one, and a third fills the waits two leave. They share one lab, so
 these rules:
 
@@ -178,7 +178,7 @@ def make_scheduler(config: pytest.Config, log):
 
 ALONE, TIMING, SHARED = "alone", "timing", "shared"
 # A test marked `alone` runs while no other test does: it kills or restarts a lab service. A test marked
-# `timing` asserts a ratio of timings (or a timing against a configured interval) that another test's Spark, sharing
+# `timing` asserts a ratio of timings (or a timing against a configured batch duration) that another test's Spark, sharing
 # two cores, could upset: under two workers with no precedence such tests failed (shuffle-wait ratio, quick
 # recovery). It runs first in line for the CPU, or alone where that cannot be arranged.
 ALONE_MARKERS = (ALONE, TIMING)

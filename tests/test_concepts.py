@@ -1,5 +1,5 @@
 """docs/concepts.md's model, observed on a running query: a real-time batch is one Spark stage whose tasks (one per
-Kafka partition) start once and stay running for the whole interval, rows pass through while it runs, and the batch
+Kafka partition) start once and stay running for the whole batch duration, rows pass through while it runs, and the batch
 is committed only when the stage ends (a stage stays active until its last task ends).
 
 The driver's status tracker is sampled every 0.2 s while rows are sent at a steady pace; the checkpoint's commit
@@ -71,13 +71,15 @@ def produce_until(bootstrap: str, topic: str, stop: threading.Event) -> int:
 
 
 @pytest.mark.timing
-def test_tasks_stay_running_for_the_interval_and_the_batch_commits_when_they_end(
+def test_tasks_stay_running_for_the_batch_duration_and_the_batch_commits_when_they_end(
     spark, lab, kafka_topic, checkpoint, stop_after, quiet_machine
 ):
     source = kafka_topic(partitions=PARTITIONS, configs=LOG_APPEND_TIME)
     sink = kafka_topic(partitions=PARTITIONS, configs=LOG_APPEND_TIME)
     query = stop_after(
-        start_stamped_query(spark, lab.kafka_bootstrap, source, sink, checkpoint, interval=f"{INTERVAL_S} seconds")
+        start_stamped_query(
+            spark, lab.kafka_bootstrap, source, sink, checkpoint, batch_duration=f"{INTERVAL_S} seconds"
+        )
     )
     stop, sent = threading.Event(), []
     producer = threading.Thread(
@@ -100,7 +102,7 @@ def test_tasks_stay_running_for_the_interval_and_the_batch_commits_when_they_end
     whole = [stage for _, stage in ordered[1:-1]]
     assert len(whole) >= 2, ordered
     for stage in whole:
-        # Tasks stay running: one stage lives for most of the interval (a wide ratio, never an absolute time) ...
+        # Tasks stay running: one stage lives for most of the batch (a wide ratio, never an absolute time) ...
         assert stage.last_s - stage.first_s >= 0.6 * INTERVAL_S, ordered
         # (A stage is active until its last task ends. The tracker's running-task count lags under real-time
         # mode, often reading 0 while the stage runs, so it is recorded but not asserted.)

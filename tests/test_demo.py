@@ -1,4 +1,4 @@
-"""`make demo`'s program, short: the seed pipeline at the recommended interval through the JVM writer, nothing lost,
+"""`make demo`'s program, short: the seed pipeline at the default batch duration through the JVM writer, nothing lost,
 the master it really ran on named, a warm-up until the backlog settled with the latency figures measured after it,
 and Spark's log summed up with no warning or error left unexplained. Its summary keeps the shape of the recorded one the
 README and the get-started page show (docs/results/demo-screen.txt).
@@ -24,7 +24,7 @@ from rtm_lab import demo_screen
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.spark_log import log_line
 from rtm_lab.warmup import SettleRule, Settling
-from snippets.guides.kafka_to_postgres import REAL_TIME_INTERVAL
+from snippets.guides.kafka_to_postgres import BATCH_DURATION
 
 SETTLE_ROWS, SETTLE_S, MEASURE_S = 150, 2, 5
 NUMBER = r"([\d,.]+)"
@@ -35,7 +35,7 @@ RECORD_COMMAND = "python scripts/demo.py --record docs/results/demo-screen.txt"
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_every_spark_error(lab, tmp_path):
+def test_the_demo_delivers_everything_at_the_default_batch_duration_and_explains_every_spark_error(lab, tmp_path):
     record = tmp_path / "screen.txt"
     cmd = [sys.executable, "scripts/demo.py", "--rate", "500", "--seconds", str(MEASURE_S)]
     cmd += ["--settle-rows", str(SETTLE_ROWS), "--settle-seconds", str(SETTLE_S), "--warmup-max", "90"]
@@ -53,7 +53,7 @@ def test_the_demo_delivers_everything_at_the_recommended_interval_and_explains_e
     drift = demo_screen.drift(screen, demo_screen.read(RECORDED)[1])
     assert not drift, "\n".join([*drift, f"the demo's summary changed: record it again with `{RECORD_COMMAND}`"])
 
-    assert f'realTime="{REAL_TIME_INTERVAL}"' in out and "via the jvm writer" in out
+    assert f'realTime="{BATCH_DURATION}"' in out and "via the jvm writer" in out
     assert re.search(r"spark +running on local\[4\]", out), out  # 2 partitions + 2 shuffle partitions, named as run
     assert re.search(r"lost 0, duplicate keys 0", out), out
     assert re.search(r"other writer +the python writer", out), out

@@ -85,7 +85,7 @@ def non_negative_int(text: str) -> int:
 
 
 def spark_interval(text: str) -> str:
-    """A real-time interval Spark accepts ("5 seconds", "5 minutes"), kept as the text Spark reads."""
+    """A batch duration Spark accepts ("5 seconds", "5 minutes"), kept as the text Spark reads."""
     try:
         ms = interval_ms(text)
     except ValueError as exc:

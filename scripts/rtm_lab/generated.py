@@ -78,7 +78,7 @@ SHUFFLE_WAIT_CONF = "spark.shuffle.streaming.networkBufferMaxWaitTimeMs"
 
 def spark_settings(spark, **known) -> dict:
     """The settings a latency figure depends on, read from the running session (`known`: those the benchmark sets
-    on the query itself, e.g. the interval and the Kafka fetch wait). The streaming shuffle's wait is Spark's
+    on the query itself, e.g. the batch duration and the Kafka fetch wait). The streaming shuffle's wait is Spark's
     default when the session does not set it: recorded as such, with the value Spark's conf reports."""
     conf = spark.sparkContext.getConf()
     shuffle_wait = conf.get(SHUFFLE_WAIT_CONF, None)

@@ -39,5 +39,5 @@ def wait_for_real_time_scan(query: StreamingQuery, timeout_s: float = 60.0) -> s
 
 
 def wait_for_first_batch(query: StreamingQuery, timeout_s: float = 120.0) -> None:
-    """Block until the first batch has finished (in real-time mode that is one whole batch interval)."""
+    """Block until the first batch has finished (in real-time mode that is one whole batch duration)."""
     wait_until(lambda: query.lastProgress is not None, timeout_s, "the first batch", abort=lambda: failure(query))

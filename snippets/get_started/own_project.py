@@ -72,11 +72,11 @@ def check_setup(
     with tempfile.TemporaryDirectory(
         prefix="rtm-check-"
     ) as checkpoint:  # removed once the check is done
-        # The shortest interval, for this check only: its batch reads of the sink topic
-        # below waited for the running real-time batch to end when tried here, which at
-        # the recommended 5 minutes is minutes away.
+        # The shortest batch duration, for this check only: its batch reads of the sink
+        # topic below waited for the running real-time batch to end when tried here,
+        # which at the default 5 minutes is minutes away.
         query = start_pipeline(
-            spark, bootstrap, source, sink, checkpoint, interval="5 seconds"
+            spark, bootstrap, source, sink, checkpoint, batch_duration="5 seconds"
         )
         deadline = time.monotonic() + timeout_s
         rows: list[dict] = []

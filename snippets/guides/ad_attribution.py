@@ -262,9 +262,9 @@ def write_kafka(
 # --8<-- [end:pipeline]
 
 # --8<-- [start:jvm]
-# The batch duration Spark's real-time guide recommends: rows are handled as they
+# The batch duration, 5 minutes (Spark's default): rows are handled as they
 # arrive; a batch (its checkpoint, its progress report) ends every 5 minutes.
-REAL_TIME_INTERVAL = "5 minutes"
+BATCH_DURATION = "5 minutes"
 # Real-time mode's streaming shuffle holds a partly filled network buffer for up to
 # spark.shuffle.streaming.networkBufferMaxWaitTimeMs (50 ms by default) before sending
 # it to the stateful stage; at a moderate rate that wait is most of each attribution's
@@ -289,14 +289,16 @@ def start_real_time_pipeline(
     sink_topic: str,
     checkpoint: str,
     window_ms: int = 60_000,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ) -> StreamingQuery:
     """Kafka -> JVM ad attribution -> Kafka in real-time mode. Real-time mode uses
     RocksDB for state by default.
     It needs a task slot for every source partition plus every shuffle partition
     (`spark.sql.shuffle.partitions`)."""
     out = attribute_jvm(read_kafka(spark, bootstrap, source_topic), window_ms)
-    return write_kafka(out, bootstrap, sink_topic, checkpoint, {"realTime": interval})
+    return write_kafka(
+        out, bootstrap, sink_topic, checkpoint, {"realTime": batch_duration}
+    )
 
 
 # --8<-- [end:jvm]

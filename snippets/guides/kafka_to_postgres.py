@@ -37,9 +37,9 @@ EVENT_SCHEMA = StructType(
 )
 MAX_VALUE_BYTES = 16 * 1024
 # How long each real-time batch runs: offsets are committed (and a Python writer's rows
-# released) at its end. Spark recommends 5 minutes (5 seconds is the default minimum);
+# released) at its end. 5 minutes is Spark's default (5 seconds the default minimum);
 # the JVM writer gets rows while a batch runs.
-REAL_TIME_INTERVAL = "5 minutes"
+BATCH_DURATION = "5 minutes"
 # With dedup=True rows cross real-time mode's streaming shuffle, which holds a partly
 # filled network buffer for up to spark.shuffle.streaming.networkBufferMaxWaitTimeMs (50
 # ms by default) before sending it on: most of a deduplicated row's latency at moderate
@@ -131,7 +131,7 @@ def start_pipeline(
     writer,
     checkpoint: str,
     dedup: bool = False,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ) -> StreamingQuery:
     """`writer` is a Python ForeachWriter (PostgresSink) or a JVM one (the
     PostgresUpsertWriter's py4j object)."""
@@ -143,7 +143,7 @@ def start_pipeline(
     stream = (
         events.writeStream.option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime=interval)
+        .trigger(realTime=batch_duration)
     )
     if isinstance(writer, JavaObject):
         # PySpark's foreach() takes Python writers only; the JVM DataStreamWriter takes

@@ -193,8 +193,8 @@ def watch_postgres_sink(
 # --8<-- [start:listener]
 BATCH_ID = Gauge("rtm_batch_id", "Id of the last batch that ended", ["query"])
 BATCH_ROWS = Gauge("rtm_batch_input_rows", "Input rows of the last batch", ["query"])
-BATCH_DURATION = Gauge(
-    "rtm_batch_duration_seconds", "Phases of the last batch", ["query", "phase"]
+BATCH_PHASES = Gauge(
+    "rtm_batch_phase_seconds", "Phases of the last batch", ["query", "phase"]
 )
 STATE_ROWS = Gauge("rtm_batch_state_rows", "State rows after the last batch", ["query"])
 BATCH_END = Gauge(
@@ -202,8 +202,10 @@ BATCH_END = Gauge(
     "When the last batch ended (the query's start until the first one does)",
     ["query"],
 )
-BATCH_INTERVAL = Gauge(
-    "rtm_batch_interval_seconds", "The query's realTime interval", ["query"]
+BATCH_DURATION = Gauge(
+    "rtm_configured_batch_duration_seconds",
+    "The query's batch duration, as passed to trigger(realTime=...)",
+    ["query"],
 )
 
 
@@ -211,12 +213,12 @@ class ProgressGauges(StreamingQueryListener):
     """Spark's batch-end progress as gauges. Real-time mode reports progress once per
     batch, so these move at batch boundaries only (the monitor above moves between)."""
 
-    def __init__(self, interval_s: float):
-        self.interval_s = interval_s
+    def __init__(self, batch_duration_s: float):
+        self.batch_duration_s = batch_duration_s
 
     def onQueryStarted(self, event):
         name = event.name or str(event.id)
-        BATCH_INTERVAL.labels(name).set(self.interval_s)
+        BATCH_DURATION.labels(name).set(self.batch_duration_s)
         BATCH_END.labels(name).set(time.time())
 
     def onQueryProgress(self, event):
@@ -225,7 +227,7 @@ class ProgressGauges(StreamingQueryListener):
         BATCH_ID.labels(name).set(progress.batchId)
         BATCH_ROWS.labels(name).set(progress.numInputRows)
         for phase, ms in progress.durationMs.items():
-            BATCH_DURATION.labels(name, phase).set(ms / 1000)
+            BATCH_PHASES.labels(name, phase).set(ms / 1000)
         STATE_ROWS.labels(name).set(
             sum(s.numRowsTotal for s in progress.stateOperators)
         )
@@ -240,7 +242,7 @@ class ProgressGauges(StreamingQueryListener):
 
 # In the driver, before starting the query:
 #     start_http_server(9465, addr="127.0.0.1")
-#     spark.streams.addListener(ProgressGauges(interval_s=300))
+#     spark.streams.addListener(ProgressGauges(batch_duration_s=300))
 # --8<-- [end:listener]
 
 

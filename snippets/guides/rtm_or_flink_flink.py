@@ -2,7 +2,7 @@
 Kafka -> Kafka.
 
 The PySpark twin is snippets/guides/rtm_or_flink_spark.py: same input topic and JSON,
-same output records, same Kafka client settings, same checkpoint interval. This file
+same output records, same Kafka client settings, a checkpoint every 5 minutes. This file
 runs in a venv with `apache-flink` (its pins clash with PySpark's), with Flink's SQL
 Kafka connector jar:
 
@@ -28,8 +28,8 @@ from pyflink.table import EnvironmentSettings, TableEnvironment
 # batching and acks.
 CONSUMER = {"fetch.max.wait.ms": "50"}
 PRODUCER = {"linger.ms": "5", "acks": "all", "batch.size": "16384"}
-# RTM checkpoints at the end of each real-time batch (its interval); Flink takes a
-# checkpoint on this interval.
+# RTM checkpoints at the end of each real-time batch (its batch duration); Flink's
+# checkpoint interval is set to the same 5 minutes.
 CHECKPOINT_INTERVAL = "5 min"
 
 

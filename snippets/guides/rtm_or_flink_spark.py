@@ -2,7 +2,7 @@
 Kafka -> Kafka.
 
 The PyFlink twin is snippets/guides/rtm_or_flink_flink.py: same input topic and JSON,
-same output records, same Kafka client settings, same checkpoint interval. Run one
+same output records, same Kafka client settings, a checkpoint every 5 minutes. Run one
 against the lab (`eval "$(python scripts/lab.py env)"`):
 
     python snippets/guides/rtm_or_flink_spark.py PIPELINE SOURCE_TOPIC SINK_TOPIC
@@ -24,9 +24,9 @@ from pyspark.sql.types import DoubleType, LongType, StringType, StructField, Str
 # batching and acks.
 CONSUMER = {"fetch.max.wait.ms": "50"}
 PRODUCER = {"linger.ms": "5", "acks": "all", "batch.size": "16384"}
-# Progress is checkpointed at the end of each real-time batch: this is RTM's checkpoint
-# interval.
-REAL_TIME_INTERVAL = "5 minutes"
+# Progress is checkpointed at the end of each real-time batch: the batch duration
+# sets how often RTM checkpoints.
+BATCH_DURATION = "5 minutes"
 
 EVENT_SCHEMA = StructType(
     [
@@ -52,7 +52,7 @@ def read_events(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
 
 
 def write(
-    out: DataFrame, bootstrap: str, topic: str, checkpoint: str, interval: str
+    out: DataFrame, bootstrap: str, topic: str, checkpoint: str, batch_duration: str
 ) -> StreamingQuery:
     """Write `key` and `value` columns to Kafka in real-time mode (the Kafka sink is
     at-least-once)."""
@@ -65,7 +65,7 @@ def write(
         writer.option("topic", topic)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")  # real-time mode accepts only update
-        .trigger(realTime=interval)
+        .trigger(realTime=batch_duration)
         .start()
     )
 
@@ -144,10 +144,10 @@ def start_pipeline(
     source_topic: str,
     sink_topic: str,
     checkpoint: str,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ) -> StreamingQuery:
     out = PIPELINES[name](read_events(spark, bootstrap, source_topic))
-    return write(out, bootstrap, sink_topic, checkpoint, interval)
+    return write(out, bootstrap, sink_topic, checkpoint, batch_duration)
 
 
 # --8<-- [end:start]

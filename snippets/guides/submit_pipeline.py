@@ -42,9 +42,9 @@ def main() -> None:
         help="checkpoint folder, on storage every node can reach",
     )
     parser.add_argument(
-        "--interval",
+        "--batch-duration",
         default="5 minutes",
-        help="real-time batch interval (Spark recommends 5 minutes)",
+        help="real-time batch duration (default: 5 minutes, Spark's default)",
     )
     parser.add_argument(
         "--dedup",
@@ -87,7 +87,7 @@ def main() -> None:
         writer,
         args.checkpoint,
         dedup=args.dedup,
-        interval=args.interval,
+        batch_duration=args.batch_duration,
     )
     print(
         f"started query {query.id} (run {query.runId}) reading {args.topic}", flush=True

@@ -2,7 +2,7 @@
 recognised downstream.
 
 Real-time mode sends rows to the sink as they arrive but records progress (offsets, then
-a commit) only when the batch interval ends. Stop or crash mid-interval and the
+a commit) only when a batch ends. Stop or crash mid-batch and the
 restarted query reads the uncommitted part again: the sink sees those rows twice
 (at-least-once). The fix lives in the sink: give every row a key that identifies its
 source record, and make the sink keep one row per key.
@@ -10,7 +10,7 @@ source record, and make the sink keep one row per key.
     python snippets/reference/delivery_semantics.py SOURCE_TOPIC SINK_TOPIC
 
 runs the keyed copy on KAFKA_BOOTSTRAP_SERVERS until stopped, printing the committed
-batches every batch interval.
+batches at the end of each batch.
 """
 
 # --8<-- [start:imports]
@@ -22,9 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 # How often progress (offsets, then a commit) is recorded: rows after the last commit
-# are read again on restart. Spark recommends 5 minutes (5 seconds is the default
-# minimum): a longer interval means fewer stalls, more to replay.
-REAL_TIME_INTERVAL = "5 minutes"
+# are read again on restart. 5 minutes is Spark's default (5 seconds the default
+# minimum): a longer batch duration means fewer stalls, more to replay.
+BATCH_DURATION = "5 minutes"
 # --8<-- [end:imports]
 
 
@@ -59,7 +59,7 @@ def start_copy(
     source: str,
     sink: str,
     checkpoint: str,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ) -> StreamingQuery:
     raw = read_source(spark, bootstrap, source)
     return (
@@ -69,7 +69,7 @@ def start_copy(
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime=interval)
+        .trigger(realTime=batch_duration)
         .start()
     )
 
@@ -84,7 +84,7 @@ def start_foreach_copy(
     source: str,
     out_dir: str,
     checkpoint: str,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ) -> StreamingQuery:
     """The same copy through a Python `foreach` writer that appends each row's key to a
     file per worker process."""
@@ -101,7 +101,7 @@ def start_foreach_copy(
         .writeStream.foreach(write)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime=interval)
+        .trigger(realTime=batch_duration)
         .start()
     )
 

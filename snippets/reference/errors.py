@@ -19,9 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-# Spark's recommended interval; every query below not about the trigger uses it
-# (5 seconds is the default minimum).
-REAL_TIME_INTERVAL = "5 minutes"
+# The batch duration, 5 minutes (Spark's default); every query below not about the
+# trigger uses it (5 seconds is the default minimum).
+BATCH_DURATION = "5 minutes"
 
 
 def read_events(spark: SparkSession, bootstrap: str, topic: str) -> DataFrame:
@@ -93,7 +93,7 @@ def append_mode(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     # Wrong: append is the default output mode, and real-time mode accepts only update.
     return (
         to_kafka(events, bootstrap, sink, checkpoint)
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -113,7 +113,7 @@ def foreach_batch(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
         .writeStream.foreachBatch(write_batch)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -129,7 +129,7 @@ def rate_source(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     return (
         to_kafka(events, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -154,7 +154,7 @@ def max_offsets_per_trigger(
     return (
         to_kafka(events, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -173,7 +173,7 @@ def too_many_shuffle_partitions(
     return (
         to_kafka(counts, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -190,7 +190,7 @@ def self_union(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     return (
         to_kafka(both, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -207,7 +207,7 @@ def stateful_before_union(spark, bootstrap, source, sink, checkpoint) -> Streami
     return (
         to_kafka(both, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -224,7 +224,7 @@ def incompatible_conf(spark, bootstrap, source, sink, checkpoint) -> StreamingQu
     return (
         to_kafka(deduped, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -242,7 +242,7 @@ def async_checkpoint_interval(
         to_kafka(read_events(spark, bootstrap, source), bootstrap, sink, checkpoint)
         .option("asyncProgressTrackingCheckpointIntervalMs", 10000)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -259,7 +259,7 @@ def python_udf(spark, bootstrap, source, sink, checkpoint) -> StreamingQuery:
     return (
         to_kafka(shouted, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 
@@ -285,7 +285,7 @@ def switch_from_micro_batch(
     return (
         to_kafka(deduped, bootstrap, sink, checkpoint)
         .outputMode("update")
-        .trigger(realTime=REAL_TIME_INTERVAL)
+        .trigger(realTime=BATCH_DURATION)
         .start()
     )
 

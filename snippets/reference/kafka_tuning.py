@@ -42,9 +42,9 @@ def low_latency_kafka_source(
 
 # --8<-- [end:options]
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
-# default minimum).
-REAL_TIME_INTERVAL = "5 minutes"
+# The batch duration: 5 minutes, Spark's default. Progress is checkpointed at the end
+# of each batch (5 seconds is the default minimum).
+BATCH_DURATION = "5 minutes"
 
 if __name__ == "__main__":
     if len(sys.argv) != 3:
@@ -64,7 +64,7 @@ if __name__ == "__main__":
             .option("topic", sys.argv[2])
             .option("checkpointLocation", checkpoint)
             .outputMode("update")
-            .trigger(realTime=REAL_TIME_INTERVAL)
+            .trigger(realTime=BATCH_DURATION)
             .start()
             .awaitTermination()
         )

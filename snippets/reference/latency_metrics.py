@@ -39,15 +39,15 @@ def latency_keys_in_progress(query: StreamingQuery) -> set[str]:
 from pyspark.sql import Column, DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
-# default minimum).
-REAL_TIME_INTERVAL = "5 minutes"
+# The batch duration: 5 minutes, Spark's default. Progress is checkpointed at the end
+# of each batch (5 seconds is the default minimum).
+BATCH_DURATION = "5 minutes"
 
 
 def jvm_now_ms() -> Column:
     """The executor's clock, read for every row. `current_timestamp()` cannot do this:
-    Spark fixes it once per batch, and a real-time batch lasts the whole trigger
-    interval. `reflect` is non-deterministic, so Spark calls it per row."""
+    Spark fixes it once per batch, and a real-time batch lasts the whole batch
+    duration. `reflect` is non-deterministic, so Spark calls it per row."""
     return F.expr("CAST(reflect('java.lang.System', 'currentTimeMillis') AS BIGINT)")
 
 
@@ -84,7 +84,7 @@ def start_stamped_query(
     source: str,
     sink: str,
     checkpoint: str,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ) -> StreamingQuery:
     raw = (
         spark.readStream.format("kafka")
@@ -100,7 +100,7 @@ def start_stamped_query(
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime=interval)
+        .trigger(realTime=batch_duration)
         .start()
     )
 

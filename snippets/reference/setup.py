@@ -15,9 +15,9 @@ import tempfile
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
-# default minimum).
-REAL_TIME_INTERVAL = "5 minutes"
+# The batch duration: 5 minutes, Spark's default. Progress is checkpointed at the end
+# of each batch (5 seconds is the default minimum).
+BATCH_DURATION = "5 minutes"
 # --8<-- [end:imports]
 
 
@@ -27,7 +27,7 @@ def start_real_time(
     bootstrap: str,
     topic: str,
     checkpoint: str,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ) -> StreamingQuery:
     """PySpark 4.2+: the trigger alone turns real-time mode on (OSS Spark has no enable
     flag)."""
@@ -38,7 +38,7 @@ def start_real_time(
         .option("checkpointLocation", checkpoint)
         .outputMode("update")  # the only output mode real-time mode accepts
         .trigger(
-            realTime=interval
+            realTime=batch_duration
         )  # how often progress is checkpointed, not a latency target
         .start()
     )
@@ -49,11 +49,11 @@ def start_real_time(
 
 # --8<-- [start:py4j]
 def real_time_trigger(
-    writer: DataStreamWriter, spark: SparkSession, interval: str = REAL_TIME_INTERVAL
+    writer: DataStreamWriter, spark: SparkSession, batch_duration: str = BATCH_DURATION
 ) -> DataStreamWriter:
     """PySpark 4.1 has no `realTime=` keyword; set the JVM trigger on the writer's Java
     side instead."""
-    trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(interval)
+    trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(batch_duration)
     writer._jwrite = writer._jwrite.trigger(trigger)
     return writer
 
@@ -82,7 +82,7 @@ def real_time_settings(spark: SparkSession) -> dict[str, str]:
     }
 
 
-def default_real_time_interval_ms(spark: SparkSession) -> int:
+def default_batch_duration_ms(spark: SparkSession) -> int:
     """What `Trigger.RealTime()` with no argument means (Scala/Java API; PySpark
     requires a duration)."""
     return (
@@ -101,8 +101,8 @@ if __name__ == "__main__":
     spark = SparkSession.builder.appName("rtm-setup").getOrCreate()
     print(
         real_time_settings(spark),
-        "default interval ms:",
-        default_real_time_interval_ms(spark),
+        "default batch duration ms:",
+        default_batch_duration_ms(spark),
     )
     bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
     events = (

@@ -20,9 +20,9 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-# Spark's recommended interval: progress is checkpointed at its end (5 seconds is the
-# default minimum).
-REAL_TIME_INTERVAL = "5 minutes"
+# The batch duration: 5 minutes, Spark's default. Progress is checkpointed at the end
+# of each batch (5 seconds is the default minimum).
+BATCH_DURATION = "5 minutes"
 
 CALLS_SCHEMA = StructType(
     [
@@ -111,7 +111,7 @@ def start_real_time(
     topic: str,
     sink: str,
     checkpoint: str,
-    interval: str = REAL_TIME_INTERVAL,
+    batch_duration: str = BATCH_DURATION,
 ):
     """The same processor in real-time mode: OSS 4.3 fails this query once it runs (see
     the page)."""
@@ -123,7 +123,7 @@ def start_real_time(
         .option("topic", sink)
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
-        .trigger(realTime=interval)
+        .trigger(realTime=batch_duration)
         .start()
     )
 

@@ -1,4 +1,4 @@
-"""The interval sweep's arithmetic on synthetic timestamps (no Spark): gaps, stall per boundary, overrun, where the
+"""The batch duration sweep's arithmetic on synthetic timestamps (no Spark): gaps, stall per boundary, overrun, where the
 stall's time goes, and the command's refusal of bad input before it starts anything."""
 
 import math
@@ -31,7 +31,7 @@ def test_interval_strings_read_as_spark_writes_them():
     assert boundaries.interval_ms("5 minutes") == 300_000
     assert boundaries.interval_ms("interval 30 seconds") == 30_000
     for bad in ("", "5", "five seconds", "5 fortnights"):
-        with pytest.raises(ValueError, match="cannot read the interval"):
+        with pytest.raises(ValueError, match="cannot read the duration"):
             boundaries.interval_ms(bad)
 
 
@@ -127,11 +127,12 @@ def test_timeline_buckets_and_fine_tail_cdf():
         (["--rate", "0"], "argument --rate: must be a finite number above 0"),
         (["--rate", "nan"], "argument --rate: must be a finite number above 0"),
         (["--rate=-5"], "argument --rate: must be a finite number above 0"),
-        (["--interval", "1 second"], "under the 5 seconds Spark accepts"),
-        (["--interval", "5 seconds", "--interval", "2 seconds"], "INVALID_STREAMING_REAL_TIME_MODE"),
-        (["--interval", "soon"], "cannot read the interval"),
-        # The flag's earlier name, which recorded commands use, reads into the same setting.
-        (["--rtm-interval", "soon"], "cannot read the interval"),
+        (["--batch-duration", "1 second"], "under the 5 seconds Spark accepts"),
+        (["--batch-duration", "5 seconds", "--batch-duration", "2 seconds"], "INVALID_STREAMING_REAL_TIME_MODE"),
+        (["--batch-duration", "soon"], "cannot read the duration"),
+        # The flag's earlier names, which recorded commands use, read into the same setting.
+        (["--interval", "soon"], "cannot read the duration"),
+        (["--rtm-interval", "soon"], "cannot read the duration"),
         (["--repeat", "0"], "argument --repeat: must be an integer of at least 1"),
         (["--repeat", "2", "--rate", "1000", "--rate", "2000"], "one rate"),
         (["--repeat", "2", "--max-seconds", "1", "--warmup", "5"], "--max-seconds 1"),

@@ -1,4 +1,4 @@
-"""`scripts/bench.py latency` with several `--interval`s: a tiny interval sweep runs end to end, every record is
+"""`scripts/bench.py latency` with several `--batch-duration`s: a tiny batch duration sweep runs end to end, every record is
 delivered, the 5-second row crosses a real batch boundary and reports its stall, overrun and where the time went.
 
 Structure and delivery only: this suite shares a small machine, so no absolute time is asserted.
@@ -20,7 +20,7 @@ def test_tiny_sweep_crosses_a_boundary_and_measures_its_stall(lab, tmp_path):
     out, plot = tmp_path / "sweep.json", tmp_path / "sweep.png"
     cmd = [
         *(sys.executable, "scripts/bench.py", "latency", "--quick", "--rate", "500", "--repeat", "1"),
-        *("--interval", "5 seconds", "--interval", "10 seconds"),
+        *("--batch-duration", "5 seconds", "--batch-duration", "10 seconds"),
         # Real-time mode only: micro-batch's quick run is tests/benchmarks/test_latency.py's.
         *("--mode", "realtime", "--json", str(out), "--plot", str(plot)),
     ]

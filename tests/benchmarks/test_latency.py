@@ -53,7 +53,7 @@ def test_quick_run_delivers_everything_and_real_time_is_far_faster(lab, tmp_path
 
     table = out.with_suffix(".md").read_text()
     assert "real-time mode" in table and result["command"] in table
-    # The smoke run uses the recommended interval, so its few seconds hold no boundary, and the table says so.
+    # The smoke run uses the default batch duration, so its few seconds hold no boundary, and the table says so.
     assert result["settings"]["rtm_interval"] == RTM_INTERVAL == "5 minutes"
     assert "crosses no batch boundary" in table
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -69,7 +69,7 @@ def test_quick_ad_attribution_run_compares_jvm_real_time_with_both_processors_in
 
     result = json.loads(out.read_text())
     assert result["pipeline"] == "ad_attribution"
-    assert result["settings"]["rtm_interval"] == AD_RTM_INTERVAL  # the recommended interval, even in the smoke run
+    assert result["settings"]["rtm_interval"] == AD_RTM_INTERVAL  # the default batch duration, even in the smoke run
     modes = result["modes"]
     assert list(modes) == list(AD_MODES)
     for mode, m in modes.items():
@@ -128,7 +128,7 @@ def test_a_shorter_streaming_shuffle_wait_cuts_the_stateful_real_time_median(lab
             ),
             *("--bootstrap", lab.kafka_bootstrap, "--rate", "1000", "--seconds", "4", "--warmup", "0"),
             *("--settle", f"realtime={settle_s}"),
-            *("--interval", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
+            *("--batch-duration", AD_RTM_INTERVAL, "--spark-conf", f"{SHUFFLE_WAIT}={wait}", "--out", str(out)),
         ]
         with quiet_machine() if wait == SHORT_WAIT_MS else contextlib.nullcontext():
             done = subprocess.run(cmd, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=280)

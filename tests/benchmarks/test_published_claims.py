@@ -32,7 +32,7 @@ def segment(row: dict, starts: str) -> float:
 REAL_TIME = ["realtime 5 seconds", "realtime 30 seconds", "realtime 1 minute", "realtime 5 minutes"]
 
 
-def test_setup_page_the_median_does_not_depend_on_the_interval_the_tail_does():
+def test_setup_page_the_median_does_not_depend_on_the_batch_duration_the_tail_does():
     rows = sweep_rows()
     medians = [fig(rows[key], "p50_ms") for key in REAL_TIME]
     assert max(medians) - min(medians) <= 2, medians
@@ -42,7 +42,7 @@ def test_setup_page_the_median_does_not_depend_on_the_interval_the_tail_does():
     assert fig(five_min, "max_ms") >= fig(five_min, "stall_median_ms") > 10 * fig(five_min, "p99_ms")
 
 
-def test_setup_page_one_stall_is_longer_at_a_longer_interval_and_the_long_rows_cross_one_boundary():
+def test_setup_page_one_stall_is_longer_at_a_longer_batch_duration_and_the_long_rows_cross_one_boundary():
     rows = sweep_rows()
     five_s = rows["realtime 5 seconds"]
     for key in REAL_TIME[1:]:
@@ -65,7 +65,7 @@ def test_latency_page_real_time_median_is_over_a_hundred_times_below_micro_batch
 
 
 @pytest.mark.parametrize("rate", [2000, 1000, 10000])
-def test_latency_page_at_the_recommended_interval_the_real_time_p99_is_below_every_micro_batch_median(rate):
+def test_latency_page_at_the_default_batch_duration_the_real_time_p99_is_below_every_micro_batch_median(rate):
     result = json.loads((RESULTS / "latency.json").read_text())
     assert result["settings"]["rtm_interval"] == "5 minutes"
     modes = next(run["modes"] for run in result["runs"] if run["rate"] == rate)
@@ -113,11 +113,12 @@ def test_sink_page_fifty_thousand_rows_a_second_keep_low_latency_and_a_hundred_t
         assert run["lost"] == 0 and run["duplicate_keys"] == 0 and run["reconciles"], run["name"]
 
 
-def test_front_page_headline_is_the_recommended_interval_beside_micro_batch_from_the_sweep():
-    """The front page's one-sentence answer is the generated headline (never typed): real-time mode at the interval
+def test_front_page_headline_is_the_default_batch_duration_beside_micro_batch_from_the_sweep():
+    """The front page's one-sentence answer is the generated headline (never typed): real-time mode at the batch duration
     the site's code uses, beside micro-batch with a 500 ms trigger, each figure the sweep's median for that row."""
-    from rtm_lab.benchmarks.sweep_report import RECOMMENDED_INTERVAL, headline
-    from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL
+    from rtm_lab.benchmarks.sweep_report import BATCH_DURATION as HEADLINE_BATCH_DURATION
+    from rtm_lab.benchmarks.sweep_report import headline
+    from snippets.quickstart.kafka_to_kafka import BATCH_DURATION
 
     page = (RESULTS.parent / "index.md").read_text()
     assert '--8<-- "docs/results/latency-sweep-headline.md"' in page
@@ -125,10 +126,10 @@ def test_front_page_headline_is_the_recommended_interval_beside_micro_batch_from
     result = json.loads((RESULTS / "latency-sweep.json").read_text())
     text = headline(result)
     assert text in (RESULTS / "latency-sweep-headline.md").read_text()
-    assert RECOMMENDED_INTERVAL == REAL_TIME_INTERVAL == "5 minutes"
+    assert HEADLINE_BATCH_DURATION == BATCH_DURATION == "5 minutes"
     rows = sweep_rows()
-    real, micro = rows[f"realtime {RECOMMENDED_INTERVAL}"], rows["microbatch_500ms"]
-    assert f'`realTime="{RECOMMENDED_INTERVAL}"`' in text and "500 ms trigger" in text
+    real, micro = rows[f"realtime {HEADLINE_BATCH_DURATION}"], rows["microbatch_500ms"]
+    assert f'`realTime="{HEADLINE_BATCH_DURATION}"`' in text and "500 ms trigger" in text
     # "under 1 ms" is what a median of 0 (whole-millisecond broker stamps) means; any other figure is printed.
     assert ("under 1 ms" in text) == (fig(real, "p50_ms") < 1), text
     for value in (fig(real, "p99_ms"), fig(micro, "p50_ms"), fig(micro, "p99_ms")):

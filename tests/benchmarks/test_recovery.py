@@ -1,4 +1,4 @@
-"""`scripts/bench.py recovery --quick`: the driver SIGKILLed mid-interval and restarted from its checkpoint loses
+"""`scripts/bench.py recovery --quick`: the driver SIGKILLed mid-batch and restarted from its checkpoint loses
 nothing, leaves one row per key, and writes again at most what it had written since the batch began."""
 
 import json
@@ -31,8 +31,8 @@ def test_quick_recovery_run_loses_nothing_and_bounds_the_replay(lab, tmp_path):
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--interval", "1 second"], "under the 5 seconds"),
-        (["--kill-at", "1.5"], "fraction of the interval"),
+        (["--batch-duration", "1 second"], "under the 5 seconds"),
+        (["--kill-at", "1.5"], "fraction of the batch duration"),
         (["--rate", "nan"], "--rate"),
     ],
 )

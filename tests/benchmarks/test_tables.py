@@ -31,7 +31,7 @@ def test_every_generated_table_is_current():
 
 
 def test_a_setting_the_results_file_lacks_shows_as_not_recorded_never_as_todays_default():
-    """The sink, Kafka-tuning and demo figures name the interval, master, fetch wait and shuffle wait the run
+    """The sink, Kafka-tuning and demo figures name the batch duration, master, fetch wait and shuffle wait the run
     recorded; a file without them reads "not recorded", and values recovered after the run say so and from where."""
     import json
     from pathlib import Path
@@ -46,7 +46,7 @@ def test_a_setting_the_results_file_lacks_shows_as_not_recorded_never_as_todays_
     table = sink.markdown(bare)
     assert "| not recorded |" in table and "master `not recorded`" in table
     assert "fetch wait (`kafka.fetch.max.wait.ms`) not recorded" in table and "shuffle wait not recorded" in table
-    assert "5 seconds" not in table.split("\n\n")[0]  # no interval filled in from today's code
+    assert "5 seconds" not in table.split("\n\n")[0]  # no batch duration filled in from today's code
 
     recovered = sink.markdown(old)
     assert "| 5 seconds (recovered) |" in recovered and "10 ms (recovered)" in recovered

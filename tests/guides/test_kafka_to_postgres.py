@@ -52,7 +52,13 @@ def test_bad_input_is_dead_lettered_and_counts_reconcile_with_dedup(
 
     query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, dedup=True, interval=TEST_INTERVAL
+            spark,
+            lab.kafka_bootstrap,
+            topic,
+            PostgresSink(config),
+            checkpoint,
+            dedup=True,
+            batch_duration=TEST_INTERVAL,
         )
     )
     assert_exact(lab, pg_schema, events, query)
@@ -68,7 +74,9 @@ def test_stop_and_restart_from_checkpoint_loses_nothing(spark, lab, kafka_topic,
     events = produce(lab, topic, count=600, duplicate_pct=10, bad_pct=2)
 
     first = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
+        start_pipeline(
+            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, batch_duration=TEST_INTERVAL
+        )
     )
     mid = sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, rows=1, timeout_s=90, query=first)
     producer = produce_in_background(lab, topic, events, count=600, rate=150)
@@ -76,7 +84,9 @@ def test_stop_and_restart_from_checkpoint_loses_nothing(spark, lab, kafka_topic,
     first.stop()
 
     second = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
+        start_pipeline(
+            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, batch_duration=TEST_INTERVAL
+        )
     )
     producer.join(timeout=60)
     assert_exact(lab, pg_schema, events, second)
@@ -90,7 +100,9 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, own_
     events = produce(lab, topic, count=600, duplicate_pct=10)
 
     query = stop_after(
-        start_pipeline(spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, interval=TEST_INTERVAL)
+        start_pipeline(
+            spark, lab.kafka_bootstrap, topic, PostgresSink(config), checkpoint, batch_duration=TEST_INTERVAL
+        )
     )
     mid = sink_check.wait_for(dsn, schema, TABLE, rows=1, timeout_s=90, query=query)
     producer = produce_in_background(lab, topic, events, count=600, rate=150)
@@ -208,7 +220,9 @@ def test_spark_opens_and_closes_the_writer_once_per_task_and_real_time_batch(
     calls = tmp_path / "calls.log"
     events = produce(lab, topic, count=300)
     sink = RecordingSink(config, str(calls), checkpoint)
-    query = stop_after(start_pipeline(spark, lab.kafka_bootstrap, topic, sink, checkpoint, interval=TEST_INTERVAL))
+    query = stop_after(
+        start_pipeline(spark, lab.kafka_bootstrap, topic, sink, checkpoint, batch_duration=TEST_INTERVAL)
+    )
     sink_check.wait_for(lab.postgres_dsn, pg_schema, TABLE, len(events.keys), timeout_s=90, query=query)
     wait_until(lambda: len(query.recentProgress) >= 3, 60, "three finished real-time batches", abort=query.exception)
     query.stop()

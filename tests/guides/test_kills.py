@@ -4,7 +4,7 @@ The pipeline (Kafka -> real-time mode -> Postgres upsert) runs as its own `spark
 (`snippets/guides/submit_pipeline.py`), so a kill hits a real driver process, not the test's session. A trigger on the
 target table records every write (insert or update), so the rows Spark wrote twice are counted even though the upsert
 leaves one row per key. Each test asserts: no key lost; the rows written again are bounded by what was produced in the
-last checkpoint interval before the kill; the table holds each key once (distinct keys = produced - duplicates - dead
+last batch before the kill; the table holds each key once (distinct keys = produced - duplicates - dead
 letters); dead letters all there. It prints rows replayed and time to resume.
 
 The stream runs from the start until the query writes again after the restart, so it spans the kill and the
@@ -104,7 +104,7 @@ def end_offsets(bootstrap: str, topic: str, partitions: dict[int, int]) -> dict[
 
 def wait_mid_interval(driver: Driver, batches: int = 2) -> None:
     """Until `batches` real-time batches have committed (the first works off the backlog of the start-up), then
-    half an interval into the next one: a kill at the operating point, not during start-up."""
+    half a batch duration into the next one: a kill at the operating point, not during start-up."""
     wait_for_batches(driver, batches)
     sleep_to_mid_interval(driver)
 
@@ -120,7 +120,7 @@ def wait_for_batches(driver: Driver, batches: int = 2) -> None:
 
 
 def sleep_to_mid_interval(driver: Driver) -> None:
-    """Half an interval after the last commit; when that moment has passed (a wait in between), after the next one."""
+    """Half a batch duration after the last commit; when that moment has passed (a wait in between), after the next one."""
     if time.time() > last_commit_time(driver.checkpoint) + INTERVAL_S / 2:
         seen = len(committed_batches(driver.checkpoint))
         wait_until(lambda: len(committed_batches(driver.checkpoint)) > seen, 120, "the next commit", 0.2, driver.died)
@@ -189,7 +189,7 @@ def reconcile(lab, schema: str, counted: Counted, driver: Driver, kill_at: float
     }
 
 
-def test_driver_sigkill_mid_interval_resumes_from_checkpoint(lab, pipeline):
+def test_driver_sigkill_mid_batch_resumes_from_checkpoint(lab, pipeline):
     driver = pipeline
     counted = Counted(loadgen.EventMix(duplicate_pct=5, bad_pct=2))
     events = counted.events

@@ -261,7 +261,7 @@ def live_run(lab, prom, folder: Path, driver_args=()):
 
 @pytest.fixture(scope="module")
 def run(lab, prom, tmp_path_factory):
-    """The quick-start query at its recommended 5-minute interval: no batch ends while the module runs."""
+    """The quick-start query at its default 5-minute batch duration: no batch ends while the module runs."""
     with live_run(lab, prom, tmp_path_factory.mktemp("mon")) as live:
         yield live
 
@@ -333,7 +333,7 @@ def test_promql_quantiles_agree_with_the_records_and_a_clean_run_fires_nothing(r
     # ended: thousands of records went through and Spark reported no progress, so batch gauges have no series yet.
     # (This driver's series only: the same Prometheus may hold an earlier run's for five minutes.)
     driver = f'{{instance="127.0.0.1:{run.driver_port}"}}'
-    assert run.value(f"max(rtm_batch_interval_seconds{driver})") == 300
+    assert run.value(f"max(rtm_configured_batch_duration_seconds{driver})") == 300
     # It still holds the query's start, set before the warm-up: no batch end has moved it.
     assert 0 < run.value(f"max(rtm_batch_last_end_timestamp_seconds{driver})") < began
     assert run.value(f"count(rtm_batch_id{driver})", all_=True) == []
@@ -483,7 +483,7 @@ def test_a_monitor_started_before_the_sink_topic_exists_waits_for_it(lab, kafka_
         topics.delete_topic(lab.kafka_bootstrap, sink)
 
 
-# --- a short interval: batch boundaries in the listener's gauges and in Spark's own metrics -------------------------
+# --- a short batch duration: batch boundaries in the listener's gauges and in Spark's own metrics -------------------------
 
 SHORT_INTERVAL_S = 10
 SCRAPE_S = 1.0  # the lab Prometheus's scrape interval (rtm_lab.monitoring.prometheus.SCRAPE_INTERVAL)
@@ -584,7 +584,7 @@ def test_sparks_own_metrics_count_a_real_time_batch_only_when_it_ends(batches):
         # Events arrive all through batch 1 and none of these moves inside it; each has moved once batch 1 ends.
         assert len(inside) >= SHORT_INTERVAL_S / 2 and len(set(inside)) == 1, (name, inside)
         assert after_commit(series, batches, 1) != inside[0], name
-    # The query source's "latency" is how long the batch took (about the interval), not how late a record is.
+    # The query source's "latency" is how long the batch took (about the batch duration), not how late a record is.
     assert after_commit(batch_ms, batches, 1) >= 0.9 * SHORT_INTERVAL_S * 1000
     # The batch's long-running tasks (one per source partition) show as active, never more. The status store writes
     # a task start at once only if the executor's entry was not written in the last spark.ui.liveUpdatePeriod

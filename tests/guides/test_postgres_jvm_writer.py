@@ -29,7 +29,12 @@ def test_jvm_writer_reconciles_bad_input_and_duplicates(spark, lab, kafka_topic,
     create_tables(config)
     query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, interval=TEST_INTERVAL
+            spark,
+            lab.kafka_bootstrap,
+            topic,
+            jvm_postgres_writer(spark, config),
+            checkpoint,
+            batch_duration=TEST_INTERVAL,
         )
     )
     assert_exact(lab, pg_schema, events, query)
@@ -55,7 +60,7 @@ def test_jvm_writer_beats_python_writer_latency(
             topic,
             PostgresSink(configs["py_events"]),
             str(tmp_path / "py"),
-            interval=TEST_INTERVAL,
+            batch_duration=TEST_INTERVAL,
         )
     )
     jvm_query = stop_after(
@@ -65,7 +70,7 @@ def test_jvm_writer_beats_python_writer_latency(
             topic,
             jvm_postgres_writer(spark, configs["jvm_events"]),
             str(tmp_path / "jvm"),
-            interval=TEST_INTERVAL,
+            batch_duration=TEST_INTERVAL,
         )
     )
     # Warm both up, then measure only what is produced after each has written something.
@@ -110,7 +115,7 @@ def test_jvm_writer_wrong_password_fails_at_once_without_printing_it(spark, lab,
     produce(lab, topic, count=10)
     began = time.monotonic()
     query = start_pipeline(
-        spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint, interval=TEST_INTERVAL
+        spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, wrong), checkpoint, batch_duration=TEST_INTERVAL
     )
     wait_until(lambda: not query.isActive, 120, "the query to fail")
     elapsed = time.monotonic() - began
@@ -142,7 +147,12 @@ def test_jvm_writer_statement_timeout_cancels_a_blocked_flush_which_is_retried(
     create_tables(config)
     query = stop_after(
         start_pipeline(
-            spark, lab.kafka_bootstrap, topic, jvm_postgres_writer(spark, config), checkpoint, interval=TEST_INTERVAL
+            spark,
+            lab.kafka_bootstrap,
+            topic,
+            jvm_postgres_writer(spark, config),
+            checkpoint,
+            batch_duration=TEST_INTERVAL,
         )
     )
     produce(lab, topic, count=1)  # key 0

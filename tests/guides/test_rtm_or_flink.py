@@ -157,12 +157,12 @@ def test_flink_runs_with_the_spark_drivers_heap_and_the_topics_partitions(spark,
     assert spark.conf.get("spark.sql.shuffle.partitions") == str(PARTITIONS)
 
 
-def test_both_engines_use_the_same_kafka_settings_and_checkpoint_interval():
+def test_both_engines_use_the_same_kafka_settings_and_checkpoint_as_often():
     twin = flink_constants()
     assert twin["CONSUMER"] == rtm_or_flink_spark.CONSUMER
     assert twin["PRODUCER"] == rtm_or_flink_spark.PRODUCER
     assert twin["TIERS"] == rtm_or_flink_spark.TIERS
-    assert twin["CHECKPOINT_INTERVAL"] == "5 min" and rtm_or_flink_spark.REAL_TIME_INTERVAL == "5 minutes"
+    assert twin["CHECKPOINT_INTERVAL"] == "5 min" and rtm_or_flink_spark.BATCH_DURATION == "5 minutes"
 
 
 def test_each_engine_runs_the_stated_kafka_clients():

@@ -96,7 +96,7 @@ def test_poison_rows_are_dead_lettered_by_both_writers_and_the_query_keeps_runni
                 topic,
                 writer_for(spark, name, config),
                 str(tmp_path / name),
-                interval=TEST_INTERVAL,
+                batch_duration=TEST_INTERVAL,
             )
         )
         for name, config in configs.items()
@@ -142,7 +142,7 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
 ):
     """ALTER ROLE ... PASSWORD mid-stream, the provider's file updated, the writers' connections terminated: each
     writer reconnects with the new password and no row is lost. The password changes about a second after the first
-    batch ended (its rows are what the test waits for); a 15 s real-time interval keeps the next batch boundary (where
+    batch ended (its rows are what the test waits for); a 15 s batch duration keeps the next batch boundary (where
     a Python writer opens a new connection) well away from that moment. The server is the test's own, so the lab's
     role keeps its password for every other test."""
     old, pg_schema = own_postgres.password, own_postgres.schema
@@ -174,7 +174,7 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
                 topic,
                 writer_for(spark, name, config),
                 str(tmp_path / name),
-                interval="15 seconds",
+                batch_duration="15 seconds",
             )
         )
         for name, config in configs.items()

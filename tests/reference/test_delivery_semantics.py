@@ -1,4 +1,4 @@
-"""At-least-once, shown: rows sent mid-interval are sent again after a restart; committed rows are not."""
+"""At-least-once, shown: rows sent mid-batch are sent again after a restart; committed rows are not."""
 
 from collections import Counter
 
@@ -17,7 +17,7 @@ from snippets.reference.delivery_semantics import (
 # Every test here runs Spark queries for many seconds (or a benchmark): not part of the fast loop.
 pytestmark = pytest.mark.slow
 
-# The minimum interval, not the recommended 5 minutes: these runs need batches to commit within seconds.
+# The minimum batch duration, not the default 5 minutes: these runs need batches to commit within seconds.
 SHORT = "5 seconds"
 
 
@@ -34,9 +34,9 @@ def sink_records(lab, sink, expected):
     return topics.read_all(lab.kafka_bootstrap, sink, expected=expected, timeout_s=1.0)
 
 
-# Not `timing`: the one time it depends on is rows B reaching the sink inside a 60-second interval (they take about a
+# Not `timing`: the one time it depends on is rows B reaching the sink inside a 60-second batch (they take about a
 # second), a margin no load on this machine comes near; the rest is counted in rows and commits.
-def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_topic, checkpoint, stop_after):
+def test_restart_mid_batch_replays_uncommitted_rows_only(spark, lab, kafka_topic, checkpoint, stop_after):
     source, sink = kafka_topic(partitions=2), kafka_topic(partitions=2)
     produce = lambda ids: topics.produce_json(lab.kafka_bootstrap, source, ({"id": i} for i in ids))  # noqa: E731
 
@@ -48,7 +48,7 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     until(q1, lambda: rows_committed(checkpoint) == 5, "a commit covering rows A")
     q1.stop()
 
-    # Run 2: a 60-second interval; rows B reach the sink long before it ends. Stop mid-interval.
+    # Run 2: a 60-second batch duration; rows B reach the sink long before it ends. Stop mid-batch.
     q2 = stop_after(start_copy(spark, lab.kafka_bootstrap, source, sink, checkpoint, "60 seconds"))
     until(q2, lambda: planned(q2), "the real-time scan")
     produce(range(5, 10))
@@ -65,7 +65,7 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     records = sink_records(lab, sink, 100)
     ids = Counter(int(r.value.decode().split(":")[1].rstrip("}")) for r in records)
     assert {i: ids[i] for i in range(0, 5)} == dict.fromkeys(range(0, 5), 1)  # committed: written once
-    assert {i: ids[i] for i in range(5, 10)} == dict.fromkeys(range(5, 10), 2)  # mid-interval: written twice
+    assert {i: ids[i] for i in range(5, 10)} == dict.fromkeys(range(5, 10), 2)  # mid-batch: written twice
     assert len(records) == 15
 
     # The replay is byte-identical (same key, same value), so keeping one value per key restores exactly-once.
@@ -74,10 +74,8 @@ def test_restart_mid_interval_replays_uncommitted_rows_only(spark, lab, kafka_to
     assert len(latest_per_key(records)) == 10
 
 
-def test_python_foreach_gets_few_rows_before_the_interval_ends(
-    spark, lab, kafka_topic, checkpoint, tmp_path, stop_after
-):
-    """Python foreach, low volume: rows wait in Spark's buffers for the interval end, so 5 s into a 60 s interval the
+def test_python_foreach_gets_few_rows_before_the_batch_ends(spark, lab, kafka_topic, checkpoint, tmp_path, stop_after):
+    """Python foreach, low volume: rows wait in Spark's buffers for the batch end, so 5 s into a 60 s batch the
     writer has none of them. The stop may hand some over as the task closes (a race with its interruption: seen both
     ways); it commits nothing, so the restart delivers every row again."""
     source = kafka_topic(partitions=2)
@@ -96,8 +94,8 @@ def test_python_foreach_gets_few_rows_before_the_interval_ends(
     q2 = stop_after(start_foreach_copy(spark, lab.kafka_bootstrap, source, str(out), checkpoint, "60 seconds"))
     until(q2, lambda: planned(q2), "the real-time scan")
     produce(range(5, 10))
-    q2.awaitTermination(5)  # a window well inside the 60-second interval
-    assert written() == after_a, "a Python foreach writer got rows before the interval ended"
+    q2.awaitTermination(5)  # a window well inside the 60-second batch
+    assert written() == after_a, "a Python foreach writer got rows before the batch ended"
     q2.stop()
     delivered_by_stop = Counter(written()) - Counter(after_a)
     assert max(delivered_by_stop.values(), default=0) <= 1, delivered_by_stop

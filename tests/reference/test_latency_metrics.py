@@ -22,7 +22,7 @@ def test_three_latencies_measured_and_oss_progress_has_none(spark, lab, kafka_to
     sink = kafka_topic(partitions=2, configs=LOG_APPEND_TIME)
     # A backlog: rows already in Kafka when the query starts.
     produce_paced(lab.kafka_bootstrap, source, BACKLOG_ROWS, rate=1000)
-    # The minimum interval, so a batch ends (and reports progress) within this test.
+    # The minimum batch duration, so a batch ends (and reports progress) within this test.
     query = stop_after(start_stamped_query(spark, lab.kafka_bootstrap, source, sink, checkpoint, "5 seconds"))
     backlog = read_latencies(lab.kafka_bootstrap, sink, BACKLOG_ROWS, timeout_s=90)
     assert len(backlog) == BACKLOG_ROWS

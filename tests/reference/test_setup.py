@@ -10,9 +10,9 @@ from rtm_lab.probes.harness import session_confs
 from snippets.reference.setup import (
     ALLOWLIST_CHECK,
     ASYNC_PROGRESS_BY_DEFAULT,
+    BATCH_DURATION,
     MIN_BATCH_DURATION,
-    REAL_TIME_INTERVAL,
-    default_real_time_interval_ms,
+    default_batch_duration_ms,
     real_time_settings,
     real_time_trigger,
     start_real_time,
@@ -55,15 +55,15 @@ def test_py4j_trigger_gives_a_real_time_plan(spark, lab, kafka_topic, checkpoint
         .option("checkpointLocation", checkpoint)
         .outputMode("update")
     )
-    query = stop_after(real_time_trigger(writer, spark, REAL_TIME_INTERVAL).start())
+    query = stop_after(real_time_trigger(writer, spark, BATCH_DURATION).start())
     assert plans.REAL_TIME_SCAN in plans.wait_for_real_time_scan(query)
     # The running query holds the JVM trigger object the py4j call built.
-    assert REAL_TIME_INTERVAL == "5 minutes"
+    assert BATCH_DURATION == "5 minutes"
     assert query._jsq.streamingQuery().trigger().toString() == "RealTimeTrigger(300000)"
 
 
-def test_default_real_time_interval_is_five_minutes(spark):
-    assert default_real_time_interval_ms(spark) == 300_000
+def test_default_batch_duration_is_five_minutes(spark):
+    assert default_batch_duration_ms(spark) == 300_000
 
 
 def test_default_settings(spark):
@@ -85,7 +85,7 @@ def test_default_settings(spark):
 
 
 @pytest.mark.slow
-def test_lowering_min_batch_duration_admits_a_shorter_interval(spark, lab, kafka_topic, checkpoint, stop_after):
+def test_lowering_min_batch_duration_admits_a_shorter_batch_duration(spark, lab, kafka_topic, checkpoint, stop_after):
     # With the default minimum, "1 second" is refused at start() (tests/reference/test_errors.py shows the error).
     with session_confs(spark, {MIN_BATCH_DURATION: "1000"}):
         query = stop_after(

@@ -100,7 +100,7 @@ def test_console_sink_prints_once_per_batch(lab, kafka_topic, tmp_path):
                 "--topic",
                 topic,
             ),
-            *("--checkpoint", str(tmp_path / "checkpoint"), "--interval", "10 seconds"),
+            *("--checkpoint", str(tmp_path / "checkpoint"), "--batch-duration", "10 seconds"),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

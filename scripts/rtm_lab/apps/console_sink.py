@@ -17,7 +17,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in ("--bootstrap", "--topic", "--checkpoint"):
         parser.add_argument(name, required=True)
-    parser.add_argument("--interval", default=TEST_INTERVAL, help="the realTime trigger interval")
+    parser.add_argument("--batch-duration", dest="interval", default=TEST_INTERVAL, help="the real-time batch duration")
     parser.add_argument("--timeout", type=float, default=120.0, help="stop after this many seconds")
     args = parser.parse_args()
 

@@ -130,7 +130,7 @@ def main() -> None:
     while True:
         sink.run = failures
         query = start_pipeline(
-            spark, args.bootstrap, args.topic, sink, args.checkpoint, dedup=args.dedup, interval=TEST_INTERVAL
+            spark, args.bootstrap, args.topic, sink, args.checkpoint, dedup=args.dedup, batch_duration=TEST_INTERVAL
         )
         # Returns when the rows are there, the time is up, or the query failed.
         found = sink_check.wait_for(

@@ -116,7 +116,7 @@ class Driver:
         ]
         cmd += ["--py-files", ",".join(py_files), submit_pipeline.__file__]
         cmd += ["--topic", self.topic, "--schema", self.schema, "--table", TABLE, "--writer", self.writer]
-        cmd += ["--checkpoint", str(self.checkpoint), "--interval", self.interval]
+        cmd += ["--checkpoint", str(self.checkpoint), "--batch-duration", self.interval]
         env = {
             **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
             "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap,

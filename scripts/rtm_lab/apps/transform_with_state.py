@@ -18,7 +18,7 @@ from pyspark.sql import Row
 
 from rtm_lab import plans, topics
 from rtm_lab.waiting import WaitTimeout, wait_until
-from snippets.reference.transform_with_state import REAL_TIME_INTERVAL, jvm_record_calls, start_micro_batch
+from snippets.reference.transform_with_state import BATCH_DURATION, jvm_record_calls, start_micro_batch
 
 STATE_STORE = {
     # transformWithState needs the RocksDB state store; real-time mode sets it by default, micro-batch does not.
@@ -56,7 +56,7 @@ def run_jvm(spark, bootstrap: str, keys: str = "aaabbc", live_keys: str = "aab",
         result["micro_batch"] = [json.loads(r.value) for r in rows]
 
         calls_df = jvm_record_calls(spark, topics.kafka_stream(spark, bootstrap, source))
-        query = topics.start_real_time_to_kafka(calls_df, bootstrap, sink, REAL_TIME_INTERVAL)
+        query = topics.start_real_time_to_kafka(calls_df, bootstrap, sink, BATCH_DURATION)
         calls: list[dict] = []
         sent_live = False
 

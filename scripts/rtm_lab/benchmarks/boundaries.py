@@ -7,7 +7,7 @@ records out, the driver's clock for progress and the Spark UI), so it is unit-te
   stop; the batch commits and the next batch's tasks start. Records arriving meanwhile wait.
 - The *stall* at a boundary is the longest gap between consecutive records out whose start lies in a window around
   the boundary, minus the normal (median) gap between records out at that rate.
-- The *overrun* of a batch is its progress `triggerExecution` minus the interval (Spark's own figure; batch 0 also
+- The *overrun* of a batch is its progress `triggerExecution` minus the batch duration (Spark's own figure; batch 0 also
   holds the query's start-up, so it is left out).
 - *Where it goes*: the stall's gap cut at the moments Spark reports, in the order they happen on the critical path:
   last record out -> batch k's tasks end (stage completion) -> batch k ends (progress) -> batch k + 1 starts
@@ -99,7 +99,7 @@ def breakdown(moments: dict[str, int | None]) -> list[dict]:
 
 
 def overruns_ms(batches: Sequence[Batch], interval: float) -> list[float]:
-    """triggerExecution minus the interval for every finished batch but the first."""
+    """triggerExecution minus the batch duration for every finished batch but the first."""
     return [b.duration_ms["triggerExecution"] - interval for b in batches if b.batch_id >= 1 and b.end_ms]
 
 

@@ -1,4 +1,4 @@
-"""What one real-time run of the interval sweep records about its batch boundaries, gathered in the child process
+"""What one real-time run of the batch duration sweep records about its batch boundaries, gathered in the child process
 while the query still runs: progress batches, the Spark UI's job timings, and the records out with their timestamps.
 """
 

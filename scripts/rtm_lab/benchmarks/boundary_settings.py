@@ -1,6 +1,6 @@
 """Settings tried against the boundary stall: the Kafka -> Kafka query at the 5 s worst case, once per setting.
 
-Real-time mode's tail comes from batch boundaries (see the interval sweep), and the shortest interval has the most of
+Real-time mode's tail comes from batch boundaries (see the batch duration sweep), and the shortest batch duration has the most of
 them, so each setting here is measured where it can matter most: `realTime="5 seconds"`, the headline rate, the same
 boundary observer as the sweep. One row per setting, median and spread over `--repeat` runs; the runs of one repeat
 follow each other so a load change spreads over the rows instead of hitting one.

@@ -2,7 +2,7 @@
 its checkpoint, with the same harness as the latency runs (rtm_lab.benchmarks.engine_run).
 
 Both engines checkpoint every CHECKPOINT_S seconds here (real-time mode at the end of each batch, so a 10-second
-interval; Flink on its checkpoint interval), not at the latency runs' 5 minutes: a kill inside the first 5 minutes
+batch duration; Flink on its checkpoint interval), not at the latency runs' 5 minutes: a kill inside the first 5 minutes
 would replay everything on both and show nothing but the replay of the whole run. The generator sends at RATE for
 SECONDS; KILL_AT_S seconds in, the engine's whole process group gets SIGKILL (no shutdown hook, no last commit) and
 the same program starts at once on the same checkpoint (Spark: the same checkpoint folder; Flink: the last completed
@@ -50,7 +50,7 @@ PIPELINES = ("transform", "count")  # the issue's pipelines 1 and 2: one statele
 CHECKPOINT_S = 10
 RATE = 1000
 SECONDS = 60
-KILL_AT_S = 25  # 2.5 checkpoint intervals into production: half an interval since the last checkpoint on both
+KILL_AT_S = 25  # 2.5 checkpoints into production: half a checkpoint period since the last one on both
 REAL_TIME_MS = 100
 DRAIN_S = 120.0
 
@@ -95,7 +95,7 @@ def run(engine: str, pipeline: str, bootstrap: str, say=print) -> dict:
     if engine == "flink":
         conf["execution.checkpointing.interval"] = f"{CHECKPOINT_S} s"
     else:
-        spark_args = ("--interval", f"{CHECKPOINT_S} seconds")
+        spark_args = ("--batch-duration", f"{CHECKPOINT_S} seconds")
     source = topics.create_topic(bootstrap, topics.unique_name(f"rec-{pipeline}-in"), PARTITIONS, LOG_APPEND_TIME)
     sink = topics.create_topic(
         bootstrap, topics.unique_name(f"rec-{engine}-{pipeline}-out"), PARTITIONS, LOG_APPEND_TIME

@@ -111,7 +111,7 @@ def start_engine(
     spark_args: tuple[str, ...] = (),
     checkpoint: str | None = None,
 ) -> processes.Started:
-    """Start one engine on one pipeline. `spark_args` go to the Spark child only (e.g. `--interval`); `checkpoint`
+    """Start one engine on one pipeline. `spark_args` go to the Spark child only (e.g. `--batch-duration`); `checkpoint`
     restarts the Spark query on an earlier run's checkpoint (Flink restores through `conf`)."""
     env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap}
     conf_args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]

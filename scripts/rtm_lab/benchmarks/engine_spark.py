@@ -1,6 +1,6 @@
 """The Spark side of `bench.py engines`: one comparison pipeline in real-time mode, alone in its own process.
 
-    python -m rtm_lab.benchmarks.engine_spark PIPELINE SOURCE SINK CHECKPOINT [--interval I] [--conf KEY=VALUE ...]
+    python -m rtm_lab.benchmarks.engine_spark PIPELINE SOURCE SINK CHECKPOINT [--batch-duration D] [--conf KEY=VALUE ...]
 
 The engine benchmark starts this and measures the CPU and memory of its whole process tree (this Python driver and
 the JVM it launches), so nothing else runs here: no generator, no reader. The query is the one the guide shows
@@ -12,7 +12,7 @@ import os
 import sys
 
 from rtm_lab.spark import spark_session
-from snippets.guides.rtm_or_flink_spark import PIPELINES, REAL_TIME_INTERVAL, start_pipeline
+from snippets.guides.rtm_or_flink_spark import BATCH_DURATION, PIPELINES, start_pipeline
 
 SLOTS = 4  # 2 source tasks + 2 shuffle tasks: the stateful pipelines' real-time stages all run at once
 
@@ -24,7 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("sink")
     parser.add_argument("checkpoint", help="the query's checkpoint folder (also this process's identity)")
     parser.add_argument(
-        "--interval", default=REAL_TIME_INTERVAL, help=f"the real-time interval (default {REAL_TIME_INTERVAL!r})"
+        "--batch-duration",
+        "--interval",  # its earlier name, kept so recorded commands still run
+        dest="interval",
+        default=BATCH_DURATION,
+        help=f"the real-time batch duration (default {BATCH_DURATION!r})",
     )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     args = parser.parse_args(argv)

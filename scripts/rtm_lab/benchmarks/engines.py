@@ -94,7 +94,7 @@ def settings(seconds: float, warmup: float) -> dict:
             "kafka_connector": versions.SPARK_KAFKA_CONNECTOR_VERSION,
             "master": f"local[{4}]",
             "shuffle_partitions": engine_run.PARTITIONS,
-            "real_time_interval": spark_twin.REAL_TIME_INTERVAL,
+            "real_time_interval": spark_twin.BATCH_DURATION,
             "driver_memory": _driver_memory(),
             # JVM options from the environment (spark-submit reads it): none unless the person running it set some.
             "submit_opts": os.environ.get("SPARK_SUBMIT_OPTS") or None,

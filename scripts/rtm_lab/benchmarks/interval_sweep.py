@@ -1,11 +1,11 @@
-"""The interval sweep of `scripts/bench.py latency`: real-time mode once per `--interval` per repeat, the
-micro-batch modes once per repeat at the same rate, one row per interval (and per micro-batch mode) with the median
+"""The batch duration sweep of `scripts/bench.py latency`: real-time mode once per `--batch-duration` per repeat, the
+micro-batch modes once per repeat at the same rate, one row per batch duration (and per micro-batch mode) with the median
 and spread over the repeats.
 
-It runs when `--interval` is given more than once or `--repeat` is given. Each real-time run produces for
-max(--seconds, interval + warm-up + MARGIN_S) seconds, capped by --max-seconds, so it crosses at least one real
+It runs when `--batch-duration` is given more than once or `--repeat` is given. Each real-time run produces for
+max(--seconds, batch duration + warm-up + MARGIN_S) seconds, capped by --max-seconds, so it crosses at least one real
 batch boundary where the cap allows; a row whose runs held none says so. The runs of one repeat follow each other
-(micro-batch modes, then each interval), so a load change on the machine spreads over rows instead of hitting one.
+(micro-batch modes, then each batch duration), so a load change on the machine spreads over rows instead of hitting one.
 """
 
 import argparse
@@ -18,10 +18,10 @@ from rtm_lab import cli
 from rtm_lab.benchmarks.boundaries import segment_medians
 from rtm_lab.intervals import MIN_REAL_TIME_INTERVAL_MS, interval_ms
 
-# Past interval + warm-up, time for the batch to end late and the next to start (median overrun ~0.2-0.3 s at 5 s).
+# Past the batch duration + warm-up, time for the batch to end late and the next to start (median overrun ~0.2-0.3 s at 5 s).
 MARGIN_S = 5.0
 MAX_SECONDS = {"full": 600.0, "quick": 12.0}
-# Spark refuses a shorter realTime interval (spark.sql.streaming.realTimeMode.minBatchDuration, default 5000 ms).
+# Spark refuses a shorter batch duration (spark.sql.streaming.realTimeMode.minBatchDuration, default 5000 ms).
 
 # What a child adds to its production time on this machine (session start, priming, drain, stop), for the estimate.
 OVERHEAD_S = 45.0
@@ -44,20 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeat",
         type=cli.positive_int,
         help="run every row this many times and report the median and the spread (min-max); giving it, or "
-        "--interval more than once, runs the interval sweep (with --pipeline ad_attribution and one interval: the "
+        "--batch-duration more than once, runs the batch duration sweep (with --pipeline ad_attribution and one batch duration: the "
         "ad pipeline's rows, every mode at every rate)",
     )
     parser.add_argument(
         "--max-seconds",
         type=cli.positive_float,
-        help=f"interval sweep: cap on one real-time run's production time (default {MAX_SECONDS['full']:.0f}; "
+        help=f"batch duration sweep: cap on one real-time run's production time (default {MAX_SECONDS['full']:.0f}; "
         f"--quick {MAX_SECONDS['quick']:.0f})",
     )
 
 
 def wanted(args: argparse.Namespace) -> bool:
-    """The sweep runs for several intervals, or for --repeat on the passthrough pipeline. With --pipeline
-    ad_attribution and one interval, --repeat repeats the ad pipeline's rows instead (rtm_lab.benchmarks.latency.run)."""
+    """The sweep runs for several batch durations, or for --repeat on the passthrough pipeline. With --pipeline
+    ad_attribution and one batch duration, --repeat repeats the ad pipeline's rows instead (rtm_lab.benchmarks.latency.run)."""
     repeat_rows = args.repeat is not None and getattr(args, "pipeline", "passthrough") == "ad_attribution"
     return len(args.interval or []) > 1 or (args.repeat is not None and not repeat_rows)
 
@@ -79,10 +79,10 @@ def check_arguments(args: argparse.Namespace, rates: list[float], seconds: float
         try:
             ms = interval_ms(text)
         except ValueError as exc:
-            return f"--interval: {exc}"
+            return f"--batch-duration: {exc}"
         if ms < MIN_REAL_TIME_INTERVAL_MS:
             return (
-                f"--interval {text!r} is under the 5 seconds Spark accepts for realTime (it would refuse the query "
+                f"--batch-duration {text!r} is under the 5 seconds Spark accepts for realTime (it would refuse the query "
                 "with INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL); use '5 seconds' or more"
             )
     if args.repeat is not None and args.repeat < 1:
@@ -91,9 +91,9 @@ def check_arguments(args: argparse.Namespace, rates: list[float], seconds: float
         return f"--max-seconds {args.max_seconds:g} must be a number of seconds above --warmup ({warmup:g})"
     if wanted(args):
         if args.rate and len(args.rate) > 1:
-            return "the interval sweep runs at one rate: give --rate once"
+            return "the batch duration sweep runs at one rate: give --rate once"
         if args.trace_dir:
-            return "--trace-dir is not available with the interval sweep (its runs record a timeline instead)"
+            return "--trace-dir is not available with the batch duration sweep (its runs record a timeline instead)"
     return None
 
 
@@ -169,7 +169,7 @@ def main(args: argparse.Namespace, command: str, rate: float, seconds: float, wa
     modes = list(args.mode or latency.MODES)
     runs = plan(modes, intervals, repeat, seconds, warmup, max_seconds)
     estimate = sum(s + OVERHEAD_S for *_, s in runs) / 60
-    print(f"interval sweep: {len(runs)} runs at {rate:,.0f} events/s, about {estimate:.0f} minutes", flush=True)
+    print(f"batch duration sweep: {len(runs)} runs at {rate:,.0f} events/s, about {estimate:.0f} minutes", flush=True)
     with run_record.on_the_lab(command) as (record, state):
         done: list[dict[str, Any]] = []
         try:

@@ -1,5 +1,5 @@
 """Latency benchmark (`scripts/bench.py latency`): the same Kafka -> Kafka query in each trigger mode, one after
-another, from broker timestamps; with several `--interval` values, the interval sweep (`interval_sweep`).
+another, from broker timestamps; with several `--batch-duration` values, the batch duration sweep (`interval_sweep`).
 
 Each (rate, mode) pair runs in a child process (`rtm_lab.benchmarks.latency_child`); this module runs them in turn and
 writes the results file and its table.
@@ -45,7 +45,7 @@ FULL: dict[str, Any] = {"rates": [2000, 1000, 10000], "seconds": 60.0, "warmup":
 AD_FULL: dict[str, Any] = {"rates": [1000, 5000], "seconds": 60.0, "warmup": 5.0}
 
 
-# Figures a repeated row gives as median and range over its runs (the interval sweep's FIGURES, plus the tail's causes).
+# Figures a repeated row gives as median and range over its runs (the batch duration sweep's FIGURES, plus the tail's causes).
 REPEAT_FIGURES = ("p50_ms", "p95_ms", "p99_ms", "p99.9_ms", "max_ms", "missing", "gc_pause_max_ms")
 # Kept for the representative run only (the one whose p99 is nearest the median): the others keep their figures.
 BULKY = ("quantiles_ms", "batches")
@@ -157,11 +157,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(AD_MODES)}, where {PYTHON_MICROBATCH} is the Python processor and the others the JVM one)",
     )
     parser.add_argument(
-        "--interval",
-        "--rtm-interval",  # its earlier name, kept so recorded commands still run
+        "--batch-duration",
+        "--interval",  # its earlier names, kept so recorded commands still run
+        "--rtm-interval",
+        dest="interval",
         action="append",
         help=f"real-time batch duration (default {RTM_INTERVAL}; {AD_RTM_INTERVAL} with --pipeline ad_attribution); "
-        "repeat it for the interval sweep (see --repeat)",
+        "repeat it for the batch duration sweep (see --repeat)",
     )
     interval_sweep.add_arguments(parser)
     parser.add_argument(

@@ -3,8 +3,8 @@
 Spark allows one session per process and each mode needs its own settings, so `run_child()` starts
 `python -m rtm_lab.benchmarks.latency_child --mode ...`, which prints progress lines and writes its result as JSON;
 the parent relays the lines and reads the result. Here too: the pipelines the benchmark measures (passthrough, ad
-attribution) and their settings. The `scripts/bench.py latency` command is `rtm_lab.benchmarks.latency`; the interval
-sweep and the boundary-settings benchmark start the same child.
+attribution) and their settings. The `scripts/bench.py latency` command is `rtm_lab.benchmarks.latency`; the batch
+duration sweep and the boundary-settings benchmark start the same child.
 
 Latency of a record = the sink record's Kafka timestamp minus the source record's, both LogAppendTime (the broker's
 clock), so neither the Python producer nor the Python reader is timed. Events produced in the first `warmup` seconds
@@ -28,8 +28,8 @@ from typing import Any
 
 from rtm_lab import cli, plans
 from rtm_lab.waiting import WaitTimeout, wait_until
-from snippets.guides.ad_attribution import REAL_TIME_INTERVAL as AD_GUIDE_INTERVAL
-from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL as QUICKSTART_INTERVAL
+from snippets.guides.ad_attribution import BATCH_DURATION as AD_GUIDE_INTERVAL
+from snippets.quickstart.kafka_to_kafka import BATCH_DURATION as QUICKSTART_INTERVAL
 from snippets.reference.errors import error_class
 
 MODES = ("microbatch_500ms", "microbatch_0", "microbatch_async", "realtime")
@@ -44,8 +44,8 @@ PARTITIONS = 2
 # arrives, so this bounds how long an empty fetch is parked on the broker; Spark's real-time docs suggest lowering
 # Kafka's 500 ms default, and the benchmark takes the low side so no mode waits on it.
 FETCH_MAX_WAIT_MS = 10
-# Both pipelines run at the interval the shown code uses (Spark's guide recommends 5 minutes); the 5-second minimum,
-# the worst case for the tail, is a row of the interval sweep.
+# Both pipelines run at the batch duration the shown code uses (5 minutes, Spark's default); the 5-second minimum,
+# the worst case for the tail, is a row of the batch duration sweep.
 RTM_INTERVAL = QUICKSTART_INTERVAL
 AD_RTM_INTERVAL = AD_GUIDE_INTERVAL
 CHILD_TIMEOUT_S = 600
@@ -182,7 +182,7 @@ def start_query(spark, mode: str, bootstrap: str, source: str, sink: str, checkp
 
 
 def wait_for_priming(query, reader, expected: int, timeout_s: float = 180.0) -> float:
-    """Block until every priming output reached the sink (in real-time mode, up to one batch interval)."""
+    """Block until every priming output reached the sink (in real-time mode, up to one batch duration)."""
     began = time.monotonic()
     wait_until(
         lambda: sum(1 for i in list(reader.seen_ids) if i < 0) >= expected,
@@ -222,7 +222,7 @@ def record_state(query, wall_t0: float, track: list) -> None:
     """Append [seconds since production began, batch id, state rows] for every batch end not yet in `track`.
 
     The driver learns the state's size only from progress, which a query reports at each batch end: every trigger in
-    micro-batch, every `realTime` interval in real-time mode."""
+    micro-batch, every batch duration in real-time mode."""
     seen = {batch for _, batch, _ in track}
     for p in query.recentProgress:
         if p["batchId"] in seen or not p.get("stateOperators"):
@@ -253,7 +253,7 @@ def open_session(name: str, pipeline: "Pipeline", spark_conf: dict | None, gc_lo
     if gc_log:  # local mode: the executors run in the driver's JVM, so its GC log covers every task
         driver_opts = "spark.driver.extraJavaOptions"
         conf[driver_opts] = " ".join(filter(None, [conf.get(driver_opts), tail_sources.gc_log_option(gc_log)]))
-    if observe:  # the interval sweep reads task launch times from the Spark UI's REST API
+    if observe:  # the batch duration sweep reads task launch times from the Spark UI's REST API
         from rtm_lab.benchmarks import spark_ui
 
         conf.update(spark_ui.ui_conf())

@@ -52,7 +52,7 @@ COLORS = {
 
 
 def trigger_text(mode: str, result: dict) -> str:
-    """The trigger a mode runs with, from `TRIGGERS` and the run's real-time interval (see `TRIGGERS`)."""
+    """The trigger a mode runs with, from `TRIGGERS` and the run's batch duration (see `TRIGGERS`)."""
     if mode not in TRIGGERS:
         return result.get("triggers", {}).get(mode, "")
     return TRIGGERS[mode].format(rtm_interval=result.get("settings", {}).get("rtm_interval", "?"))
@@ -117,7 +117,7 @@ def ratio(modes: dict, slow: str = "microbatch_500ms", fast: str = "realtime") -
 
 
 def batch_overrun_ms(mode: dict, interval: str) -> float | None:
-    """Median of (batch duration - interval) over the real-time batches after the first, from the query progress."""
+    """Median of (triggerExecution time - batch duration) over the real-time batches after the first, from the query progress."""
     durations = sorted(b[3] for b in mode.get("batches", []) if b[0] >= 1)
     if not durations:
         return None
@@ -231,8 +231,8 @@ def markdown(result: dict) -> str:
             lines += [
                 "",
                 f'The real-time run ends inside its first `realTime="{result["settings"]["rtm_interval"]}"` batch: it '
-                "crosses no batch boundary. What a boundary costs the Kafka -> Kafka query, at this interval and at the 5-second "
-                "minimum, is in the interval sweep.",
+                "crosses no batch boundary. What a boundary costs the Kafka -> Kafka query, here and at the 5-second minimum, "
+                "is in the batch duration sweep.",
             ]
         if ad:
             lines += state_lines(modes, labels, result["settings"]["rtm_interval"])
@@ -292,7 +292,7 @@ def plot(result: dict, path: Path) -> None:
 def write(result: dict, json_path: Path, plot_path: Path | None, render=None, draw=None) -> Path:
     """Write the JSON, the Markdown table beside it (same name, .md) and, if asked, the plot; return the .md path.
 
-    `render` and `draw` make the table and the plot (this module's by default; the interval sweep passes its own)."""
+    `render` and `draw` make the table and the plot (this module's by default; the batch duration sweep passes its own)."""
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(result, indent=1) + "\n")
     md_path = json_path.with_suffix(".md")

@@ -1,9 +1,9 @@
-"""What a failure costs at each real-time interval: the driver SIGKILLed mid-interval, restarted from its checkpoint.
+"""What a failure costs at each batch duration: the driver SIGKILLed mid-batch, restarted from its checkpoint.
 
-A longer interval makes fewer batch boundaries (fewer stalls, see the interval sweep) but commits less often, so a
-crash replays more. For each `--interval`, the Kafka -> real-time mode -> Postgres pipeline (the guide's
+A longer batch duration makes fewer batch boundaries (fewer stalls, see the batch duration sweep) but commits less often, so a
+crash replays more. For each `--batch-duration`, the Kafka -> real-time mode -> Postgres pipeline (the guide's
 `submit_pipeline.py`, JVM writer by default) runs as its own `spark-submit` application while events stream in at
-`--rate`; `--kill-at` of an interval after the batch began, the driver's process group is SIGKILLed (no shutdown
+`--rate`; `--kill-at` of a batch duration after the batch began, the driver's process group is SIGKILLed (no shutdown
 hook, no commit) and the same command starts again with the same checkpoint. Every key is sent once, and a trigger
 logs every write to the table, so:
 
@@ -12,7 +12,7 @@ logs every write to the table, so:
 - catch-up = from the restart until the last key produced before the restart is written;
 - lost = keys produced and not in the table; duplicate keys = keys in the table more than once (the upsert's job).
 
-The kill lands in the batch the query is in when `--kill-at` x interval has passed since that batch began (its
+The kill lands in the batch the query is in when `--kill-at` x batch duration has passed since that batch began (its
 offsets file, or for the first batch its first write): at 1 and 5 minutes, the first batch, so "since the last commit"
 is since the query started.
 """
@@ -102,7 +102,7 @@ def run_one(bootstrap: str, dsn: str, interval: str, rate: float, kill_at: float
         launched = driver.start()
         producer.start()
         first = wait_until(lambda: first_write_after(dsn, schema, launched), 300, "the first write", 0.5, driver.died)
-        say(f"first row written {first - launched:.1f}s after launch; killing the driver {kill_at:g} interval in")
+        say(f"first row written {first - launched:.1f}s after launch; killing the driver {kill_at:g} batch duration in")
         # Rows flow as soon as the first batch starts, so its first write stands for its start: a stateless query
         # tracks progress asynchronously (Spark 4.3's default), and this run saw no offsets file within a minute of
         # the first write at realTime="1 minute".
@@ -183,7 +183,7 @@ def _last_write_of_keys_below(dsn: str, schema: str, keys: int, since: float) ->
 
 
 COLUMNS = (
-    ("real-time interval", "interval", ""),
+    ("batch duration", "interval", ""),
     ("killed after (s into the batch)", "killed_after_batch_start_s", "right"),
     ("rows replayed", "rows_replayed", "right"),
     ("replayed input (s at the rate)", "replayed_input_s", "right"),
@@ -226,17 +226,21 @@ def write(result: dict, json_path: Path) -> Path:
 def _fraction(text: str) -> float:
     value = cli.positive_float(text)
     if value >= 1:
-        raise argparse.ArgumentTypeError(f"{text} must be a fraction of the interval, above 0 and below 1")
+        raise argparse.ArgumentTypeError(f"{text} must be a fraction of the batch duration, above 0 and below 1")
     return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quick", action="store_true", help="a smoke run for tests: one 5 s interval at 200 events/s")
     parser.add_argument(
-        "--interval",
+        "--quick", action="store_true", help="a smoke run for tests: one 5 s batch duration at 200 events/s"
+    )
+    parser.add_argument(
+        "--batch-duration",
+        "--interval",  # its earlier name, kept so recorded commands still run
+        dest="interval",
         action="append",
         type=cli.spark_interval,
-        help=f"real-time interval to measure; repeatable (default: {', '.join(FULL['intervals'])})",
+        help=f"real-time batch duration to measure; repeatable (default: {', '.join(FULL['intervals'])})",
     )
     parser.add_argument("--rate", type=cli.positive_float, help=f"events per second (default {FULL['rate']:.0f})")
     parser.add_argument(

@@ -10,7 +10,7 @@ run waits for every key to reach Postgres. It reports:
 - rows_per_s: rows written per second between the first and the last write; drain_s: how long after the
   generator stopped the last row landed; kept_up: drain_s <= 5 s. A sink that falls behind shows a long drain, and
   its rows_per_s is then its capacity. (The JVM writer's rows wait for no batch end; a Python writer's last rows can
-  wait for the end of the real-time batch, so at a long interval it does not keep up by this measure.)
+  wait for the end of the real-time batch, so at a long batch duration it does not keep up by this measure.)
 - e2e_p50/p95/p99_ms: per row, the time Postgres wrote it (clock_timestamp() in the upsert) minus the time the
   generator created it, both on this machine's clock; rows created in the warm-up are left out.
 """
@@ -37,7 +37,7 @@ from rtm_lab.errors import LabError
 from rtm_lab.generated import SHUFFLE_WAIT_CONF, markdown_table, setting, spark_settings
 from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import WaitTimeout, wait_until
-from snippets.guides.kafka_to_postgres import FETCH_MAX_WAIT_MS, REAL_TIME_INTERVAL, SESSION_CONF, start_pipeline
+from snippets.guides.kafka_to_postgres import BATCH_DURATION, FETCH_MAX_WAIT_MS, SESSION_CONF, start_pipeline
 from snippets.guides.postgres_jvm_writer import jvm_postgres_writer
 from snippets.guides.postgres_sink import PostgresSink, SinkConfig, create_tables
 
@@ -61,7 +61,7 @@ class Scenario:
     warmup_s: float = 5.0
     linger_ms: float = 1.0
     writer: str = "python"  # or "jvm": snippets/jvm/rtmlab/PostgresUpsertWriter.java
-    interval: str = REAL_TIME_INTERVAL
+    interval: str = BATCH_DURATION
 
     @property
     def name(self) -> str:
@@ -105,7 +105,7 @@ def _drop_schema(dsn: str, name: str) -> None:
 
 def wait_until_reading(query, timeout_s: float = 120.0) -> None:
     """Wait until the first real-time batch is planned and its tasks read Kafka: not until it ends, which at the
-    recommended interval is minutes away. Rows produced from then on are read as they arrive."""
+    default batch duration (5 minutes) is minutes away. Rows produced from then on are read as they arrive."""
     try:
         plans.wait_for_real_time_scan(query, timeout_s)
     except Exception as exc:
@@ -229,7 +229,7 @@ def run_scenario(
             raise LabError("The generator failed; see the error above.")
         stats = result["stats"]
         stopped_at = time.time()
-        # A Python writer's last rows can wait for the batch end: allow one interval on top.
+        # A Python writer's last rows can wait for the batch end: allow one batch duration on top.
         drain_limit_s = max(60.0, scenario.seconds, interval_ms(scenario.interval) / 1000 + 30)
         found = sink_check.wait_for(
             dsn, schema, TABLE, len(events.keys), events.bad, timeout_s=drain_limit_s, query=query
@@ -237,7 +237,7 @@ def run_scenario(
         if query.exception() is not None:
             raise query_failed(query.exception())
         if scenario.dedup and interval_ms(scenario.interval) <= 15_000:
-            # Spark reports dropped rows when a real-time batch ends: worth waiting for only at a short interval.
+            # Spark reports dropped rows when a real-time batch ends: worth waiting for only at a short batch duration.
             with contextlib.suppress(WaitTimeout):
                 wait_until(lambda: dropped_by_spark(query) >= events.duplicates, 15, "dropped-row metrics")
         samples = sink_check.e2e_latencies_ms(dsn, schema, TABLE, since_created_ms=cut_ms)
@@ -271,7 +271,7 @@ def run_scenario(
             "rows_per_s": round(found.rows / float(span_s), 1) if span_s else None,
             "max_behind_rows": max_lag,
             "drain_s": round(drain_s, 2),
-            # A sink that keeps up lands the last row within 5 s of the generator stopping, at any interval: a row
+            # A sink that keeps up lands the last row within 5 s of the generator stopping, at any batch duration: a row
             # the JVM writer gets waits for no batch end (a Python writer's can, see the module docstring).
             "kept_up": drain_s <= KEPT_UP_DRAIN_S,
             "e2e_samples": summary.get("n", 0),
@@ -309,7 +309,7 @@ def run_scenario(
 # Two tables that fit a page, one row per run in each: how fast, then where every row went.
 MD_COLUMNS = [
     ("name", "run"),
-    ("interval", "real-time interval"),
+    ("interval", "batch duration"),
     ("produced_rate", "produced rows/s"),
     ("rows_per_s", "written rows/s"),
     ("e2e_p50_ms", "E2E p50 ms"),
@@ -348,7 +348,7 @@ def _md_table(result: dict, columns: list[tuple[str, str]]) -> list[str]:
 
 
 def run_interval(result: dict, run: dict) -> str:
-    """The real-time interval a run used, as its results file has it (never today's default)."""
+    """The batch duration a run used, as its results file has it (never today's default)."""
     return run["scenario"].get("interval") or setting(result, "real_time_interval")
 
 
@@ -411,11 +411,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--writer", choices=tuple(WRITERS), help="only this writer's runs (with --rate: default jvm; else both)"
     )
     parser.add_argument(
-        "--interval",
-        "--rtm-interval",  # its earlier name, kept so recorded commands still run
+        "--batch-duration",
+        "--interval",  # its earlier names, kept so recorded commands still run
+        "--rtm-interval",
+        dest="interval",
         type=cli.spark_interval,
-        default=REAL_TIME_INTERVAL,
-        help=f'the real-time batch interval (default "{REAL_TIME_INTERVAL}", Spark\'s recommendation)',
+        default=BATCH_DURATION,
+        help=f'the real-time batch duration (default "{BATCH_DURATION}", Spark\'s default)',
     )
     parser.add_argument(
         "--seconds", type=cli.positive_float, help="production time per scenario (default 60, quick 10)"

@@ -1,4 +1,4 @@
-"""Per-batch job timings from the driver's monitoring REST API (`/api/v1`), for the interval sweep's boundaries.
+"""Per-batch job timings from the driver's monitoring REST API (`/api/v1`), for the batch duration sweep's boundaries.
 
 The benchmark sessions keep the UI off (`rtm_lab.spark`); a sweep run turns it on, on a free port, only to ask when
 each batch's job was submitted, when its first task launched and when its tasks ended. A streaming query's jobs carry

@@ -21,7 +21,7 @@ from rtm_lab.generated import generated_note, markdown_table
 from rtm_lab.generated import setting as recorded_setting
 from rtm_lab.probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from rtm_lab.waiting import wait_until
-from snippets.reference.kafka_tuning import REAL_TIME_INTERVAL, low_latency_kafka_source
+from snippets.reference.kafka_tuning import BATCH_DURATION, low_latency_kafka_source
 from snippets.reference.latency_metrics import stamped
 
 
@@ -50,7 +50,7 @@ def measure(spark: SparkSession, bootstrap: str, setting: Setting, rows: int, ra
     source = topics.create_topic(bootstrap, topics.unique_name("tune-src"), 1, LOG_APPEND_TIME)
     sink = topics.create_topic(bootstrap, topics.unique_name("tune-sink"), 1, LOG_APPEND_TIME)
     raw = low_latency_kafka_source(spark, bootstrap, source, **setting.options)
-    query = topics.start_real_time_to_kafka(stamped(raw), bootstrap, sink, REAL_TIME_INTERVAL)
+    query = topics.start_real_time_to_kafka(stamped(raw), bootstrap, sink, BATCH_DURATION)
     try:
         # Warm up: wait until one row made it through, so the measured rows find the query already reading.
         def one_row_through() -> bool:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {**machine.describe(), "load_average_1m_at_start": load_at_start},
         "versions": machine.pinned_versions(),
         "slots": args.slots,
-        "real_time_interval": REAL_TIME_INTERVAL,
+        "real_time_interval": BATCH_DURATION,
         "rate": args.rate,
         "results": results,
     }

@@ -47,7 +47,7 @@ MISTAKES: list[Mistake] = [
         'trigger(realTime="1 second")',
         errors.one_second_trigger,
         Outcome(AT_START, "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL", "less than the 5000 ms minimum"),
-        "Use 5 seconds or more (the interval is how often progress is checkpointed, not a latency target). "
+        "Use 5 seconds or more (the batch duration is how often progress is checkpointed, not a latency target). "
         "The floor is `spark.sql.streaming.realTimeMode.minBatchDuration`.",
     ),
     Mistake(

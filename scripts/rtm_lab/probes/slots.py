@@ -101,7 +101,7 @@ def _predict(spark, out, bootstrap: str, sink: str, outcome: Outcome) -> None:
     """What the readiness check says of this query at this session's slots, before it starts."""
     slots = int(spark.sparkContext.master[len("local[") : -1])
     options = {"kafka.bootstrap.servers": bootstrap, "topic": sink}
-    report = rtm_check(out, slots, sink="kafka", options=options, interval=TEST_INTERVAL)
+    report = rtm_check(out, slots, sink="kafka", options=options, batch_duration=TEST_INTERVAL)
     outcome.checker_verdict, outcome.checker_needs = list(report.verdict), report.slots_needed
     levels = [f.level for f in report.findings if f.what.startswith("slots:")]
     outcome.checker_slot_finding = levels[0] if levels else None
@@ -138,7 +138,7 @@ def _watch(spark, query, bootstrap, sink, partitions, outcome: Outcome, timeout_
     try:
         try:
             wait_until(rows_began, timeout_s, "the first row in the sink", interval_s=0)
-            # Once rows flow, three batch intervals is long enough for the others to follow.
+            # Once rows flow, three batch durations are long enough for the others to follow.
             wait_until(settled, 15.0, "a row from every source partition", interval_s=0)
         except WaitTimeout:
             return  # outcome stays "timeout", with the partitions seen so far

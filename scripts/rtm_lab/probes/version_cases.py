@@ -60,7 +60,7 @@ class Py4jProbe(Probe):
 def _quickstart_keyword(p: Probe) -> StreamingQuery:
     from snippets.quickstart.kafka_to_kafka import start_pipeline
 
-    return start_pipeline(p.spark, p.bootstrap, p.source(), p.sink(), p.checkpoint, interval=TEST_INTERVAL)
+    return start_pipeline(p.spark, p.bootstrap, p.source(), p.sink(), p.checkpoint, batch_duration=TEST_INTERVAL)
 
 
 def _kafka_writer(p: Probe, df) -> DataStreamWriter:
@@ -122,9 +122,9 @@ def _conf(key: str) -> Callable[[SparkSession], str | None]:
 
 
 def _default_interval(spark: SparkSession) -> str:
-    from snippets.reference.setup import default_real_time_interval_ms
+    from snippets.reference.setup import default_batch_duration_ms
 
-    return f"{default_real_time_interval_ms(spark)} ms"
+    return f"{default_batch_duration_ms(spark)} ms"
 
 
 def _trigger_cases() -> list[VersionCase]:

@@ -16,7 +16,7 @@ scripts/rtm_check.py.
 
 How it decides: the verdicts are Spark's own. First what can be read without running:
 sinks are looked up in the installed Spark's real-time allowlist
-(`RealTimeModeAllowlist`, read by reflection), the trigger interval is compared with the
+(`RealTimeModeAllowlist`, read by reflection), the batch duration is compared with the
 session's `spark.sql.streaming.realTimeMode.minBatchDuration`, the output mode goes
 through Spark's `UnsupportedOperationChecker`, each Kafka source's topics are looked up
 on its broker and its refused options read, and Python code and clock functions are read
@@ -288,8 +288,8 @@ FIXES = {
         "errors.md",
     ),
     "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL": (
-        "Use 5 seconds or more: the interval is a checkpoint interval, not a "
-        "latency target.",
+        "Use 5 seconds or more: the batch duration sets how often Spark checkpoints, "
+        "not a latency target.",
         "errors.md",
     ),
     f"{RT}.OUTPUT_MODE_NOT_SUPPORTED": ('outputMode("update").', "errors.md"),
@@ -352,12 +352,12 @@ GENERIC_FIX = (
 )
 # Spark checks these at start() in this order: the sink is made, then checked against
 # the allowlist, then the
-# trigger interval, the session's configuration, the plan (output mode, unions, limits)
+# batch duration, the session's configuration, the plan (output mode, unions, limits)
 # and async progress options.
 START_RANK = {
     "sink": 0,
     "allowlist": 1,
-    "interval": 2,
+    "batch_duration": 2,
     f"{RT}.SQL_CONFIGURATION_NOT_SUPPORTED": 3,
     "plan": 4,
     f"{RT}.ASYNC_PROGRESS_TRACKING_CHECKPOINTING_INTERVAL_NON_ZERO": 5,
@@ -484,19 +484,21 @@ def _check_writer(spark, df: DataFrame, settings: WriterSettings) -> list[Findin
         )
     if isinstance(settings.real_time, str):
         jvm = spark._jvm
-        interval = jvm.org.apache.spark.sql.execution.streaming.RealTimeTrigger.apply(
+        trigger = jvm.org.apache.spark.sql.execution.streaming.RealTimeTrigger.apply(
             settings.real_time
         )
         floor = jvm.org.apache.spark.network.util.JavaUtils.timeStringAsMs(
             spark.conf.get("spark.sql.streaming.realTimeMode.minBatchDuration")
         )
-        if interval.batchDurationMs() < floor:
+        if trigger.batchDurationMs() < floor:
             error = "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL"
             what = (
                 f"trigger(realTime={settings.real_time!r}): under the {floor} "
                 "ms minimum"
             )
-            found.append(_refusal(what, error, AT_START, rank=START_RANK["interval"]))
+            found.append(
+                _refusal(what, error, AT_START, rank=START_RANK["batch_duration"])
+            )
     if settings.output_mode.lower() != "update":
         jvm = spark._jvm
         mode = jvm.org.apache.spark.sql.catalyst.streaming.InternalOutputModes.apply(
@@ -734,14 +736,14 @@ def rtm_check(
     sink: str = "kafka",
     options: dict[str, str] | None = None,
     output_mode: str = "update",
-    interval: str = "5 minutes",
+    batch_duration: str = "5 minutes",
     checkpoint: str | None = None,
     source_partitions: int | None = None,
     timeout_s: float = 90.0,
 ) -> Report:
     """Check a streaming DataFrame, written to `sink` ("kafka", "console", ...,
     "foreach" or "foreachBatch") with these writer `options`, output mode and
-    `trigger(realTime=interval)`, on a cluster with `slots` task slots.
+    `trigger(realTime=batch_duration)`, on a cluster with `slots` task slots.
 
     `checkpoint`: the query's checkpoint location, copied (never written) so Spark sees
     what it holds. `source_partitions`: the partition count of the topics in production,
@@ -750,7 +752,7 @@ def rtm_check(
         format=None if sink in ("foreach", "foreachBatch") else sink,
         options={k: str(v) for k, v in (options or {}).items()},
         output_mode=output_mode,
-        real_time=interval,
+        real_time=batch_duration,
         foreach=sink == "foreach",
         foreach_batch=sink == "foreachBatch",
     )
@@ -1024,7 +1026,7 @@ def _python_operators(df: DataFrame) -> list[str]:
 
 def _clock_warnings(df: DataFrame) -> list[Finding]:
     """current_timestamp() and its kind in the analysed plan: evaluated once per batch,
-    which in real-time mode lasts the whole trigger interval."""
+    which in real-time mode lasts the whole batch duration."""
     analysed = df._jdf.queryExecution().analyzed()
     used = sorted(
         {
@@ -1040,10 +1042,10 @@ def _clock_warnings(df: DataFrame) -> list[Finding]:
             None,
             "",
             f"{call} is fixed when Spark plans the batch, and a real-time batch "
-            "lasts the trigger interval: a "
+            "lasts the batch duration: a "
             "latency "
             "or processing-time column built on it is wrong by up to the "
-            "interval. Use the Kafka "
+            "batch duration. Use the Kafka "
             "record's timestamp "
             "and take the time where the row is written.",
             "latency-metrics.md (section: current_timestamp() is fixed per batch)",
@@ -1303,7 +1305,7 @@ def check_my_query(
         sink="kafka",  # or "foreach", "foreachBatch", "console", ...
         options={"kafka.bootstrap.servers": bootstrap, "topic": sink},
         output_mode="update",
-        interval="5 minutes",
+        batch_duration="5 minutes",
         checkpoint=checkpoint,  # copied, never written
     )
     print(report.text())

@@ -1,9 +1,9 @@
 """The query the live monitoring tests run: the quick-start pipeline in a process of its own (so SIGSTOP stops its
 whole driver, Python and JVM), with the monitoring snippet's listener exporting batch-end gauges on a port.
 
-    python driver.py BOOTSTRAP SOURCE SINK CHECKPOINT METRICS_PORT [INTERVAL_S [UI_PORT [HEARTBEAT]]]
+    python driver.py BOOTSTRAP SOURCE SINK CHECKPOINT METRICS_PORT [BATCH_DURATION_S [UI_PORT [HEARTBEAT]]]
 
-INTERVAL_S is the real-time interval in seconds (default 300, the recommended 5 minutes). With UI_PORT, Spark's UI
+BATCH_DURATION_S is the batch duration in seconds (default 300, Spark's default of 5 minutes). With UI_PORT, Spark's UI
 listens there with its own metrics for Prometheus switched on, as the monitoring page shows: the executors'
 (`spark.ui.prometheus.enabled`), the metrics system's `PrometheusServlet` sink, and the query's own source
 (`spark.sql.streaming.metricsEnabled`). HEARTBEAT sets `spark.executor.heartbeatInterval` (default 10s): the
@@ -16,18 +16,18 @@ from prometheus_client import start_http_server
 
 from rtm_lab.spark import spark_session
 from snippets.guides.monitoring import ProgressGauges, spark_metrics_conf
-from snippets.quickstart.kafka_to_kafka import REAL_TIME_INTERVAL, start_pipeline
+from snippets.quickstart.kafka_to_kafka import BATCH_DURATION, start_pipeline
 
-assert REAL_TIME_INTERVAL == "5 minutes"
+assert BATCH_DURATION == "5 minutes"
 
 bootstrap, source, sink, checkpoint, port = sys.argv[1:6]
-interval_s = int(sys.argv[6]) if len(sys.argv) > 6 else 300
+batch_duration_s = int(sys.argv[6]) if len(sys.argv) > 6 else 300
 conf = spark_metrics_conf(int(sys.argv[7])) if len(sys.argv) > 7 else {}
 if len(sys.argv) > 8:
     conf["spark.executor.heartbeatInterval"] = sys.argv[8]
 start_http_server(int(port), addr="127.0.0.1")
 spark = spark_session("monitoring-driver", slots=2, conf=conf)
-spark.streams.addListener(ProgressGauges(interval_s=interval_s))
-query = start_pipeline(spark, bootstrap, source, sink, checkpoint, f"{interval_s} seconds")
+spark.streams.addListener(ProgressGauges(batch_duration_s=batch_duration_s))
+query = start_pipeline(spark, bootstrap, source, sink, checkpoint, f"{batch_duration_s} seconds")
 print("STARTED", query.id, flush=True)
 query.awaitTermination()
