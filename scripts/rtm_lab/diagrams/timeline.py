@@ -14,7 +14,7 @@ DESC = (
     "Two lanes on one time axis, not to scale. Micro-batch: at each trigger Spark plans a batch, runs its source "
     "tasks, then its shuffle tasks, and commits; a record that arrives after a trigger waits for the next one, so "
     "its latency is the wait for the trigger plus the batch time. Real-time mode: the source tasks and the shuffle "
-    "tasks of a batch start together and run for the whole batch duration, 5 minutes as Spark recommends, passing "
+    "tasks of a batch start together and run for the whole batch duration, 5 minutes by default, passing "
     "each record on as it arrives. At the batch's end the tasks finish, Spark commits the offsets, and the next "
     "batch's tasks start; records that arrive in that gap, the boundary stall, wait for the new tasks."
 )
@@ -43,7 +43,7 @@ WIDE = Layout(
     triggers=5,
     batch_share=0.66,
     stall=56,
-    batch_label="batch duration (5 minutes, as Spark recommends)",
+    batch_label="batch duration (5 minutes by default)",
     latency_label=("latency = wait for the trigger + batch time",),
 )
 NARROW = Layout(
