@@ -15,6 +15,8 @@ DEFAULT_SLOTS = 4
 LOOPBACK = "127.0.0.1"
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG4J_FILE_CONFIG = Path(__file__).with_name("log4j2-file.properties")
+# The file set-up plus who holds each partition's output commit (rtm_lab.task_commits reads it).
+LOG4J_COMMITS_CONFIG = Path(__file__).with_name("log4j2-commits.properties")
 
 
 def master_url(slots: int | None = None) -> str:
