@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sink_helpers import TABLE, assert_exact, produce
 
-from rtm_lab import loadgen, sink_check, standalone
+from rtm_lab import loadgen, sink_check, standalone, task_commits
 from rtm_lab.apps.faults import RecordingSink
 from rtm_lab.benchmarks.sink import dropped_by_spark
 from rtm_lab.intervals import TEST_INTERVAL
@@ -114,11 +114,20 @@ def test_postgres_restart_mid_stream_loses_nothing(spark, lab, kafka_topic, own_
 
 
 def run_fail_once(
-    lab, topic: str, schema: str, folder: Path, master: str, *confs: str, dedup: bool = False, restarts: int = 0
+    lab,
+    topic: str,
+    schema: str,
+    folder: Path,
+    master: str,
+    *confs: str,
+    dedup: bool = False,
+    restarts: int = 0,
+    hold_scheduler: bool = False,
 ) -> tuple[subprocess.CompletedProcess, loadgen.EventMix, list[tuple[int, ...]], list[tuple]]:
-    """Run the pipeline in its own process with a writer that fails one task once (rtm_lab.apps.faults) on `master`; assert
-    nothing was lost and no key is stored twice. Return the run, the events sent, the opens of the task that failed
-    as (partition, epoch, attempt), and every close() as (run, partition, epoch, attempt, rows_seen, error_type)."""
+    """Run the pipeline in its own process with a writer that fails one task once (rtm_lab.apps.faults) on `master`,
+    the driver logging who holds each partition's commit to `folder/spark.log`; assert nothing was lost and no key is
+    stored twice. Return the run, the events sent, the opens of the task that failed as (partition, epoch, attempt),
+    and every close() as (run, partition, epoch, attempt, rows_seen, error_type)."""
     make_sink(lab, schema)
     events = produce(lab, topic, count=1000, duplicate_pct=10, bad_pct=2)
     poison = sorted(events.keys)[len(events.keys) // 2]
@@ -128,9 +137,10 @@ def run_fail_once(
         [
             *(sys.executable, "-m", "rtm_lab.apps.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
             *("--dsn", lab.postgres_dsn, "--schema", schema, "--checkpoint", str(folder / "checkpoint")),
-            *("--marker", str(marker), "--poison-key", str(poison)),
+            *("--marker", str(marker), "--poison-key", str(poison), "--commit-log", str(folder / "spark.log")),
             *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),
             *(("--dedup",) if dedup else ()),
+            *(("--hold-scheduler",) if hold_scheduler else ()),
             *("--restarts", str(restarts)),
             *(arg for conf in confs for arg in ("--conf", conf)),
         ],
@@ -140,7 +150,9 @@ def run_fail_once(
         timeout=300,
     )
     assert marker.exists(), "the injected failure never fired"
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]  # 0: the (last) query had no error
+    log = folder / "spark.log"
+    spark_log = log.read_text()[-4000:] if log.exists() else ""
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:] + spark_log  # 0: the last query had no error
     found = sink_check.counts(lab.postgres_dsn, schema, TABLE)
     assert found.distinct_keys == len(events.keys) and found.duplicate_keys == 0
     assert set(sink_check.keys(lab.postgres_dsn, schema, TABLE)) == events.keys
@@ -155,17 +167,56 @@ def run_fail_once(
     return run, events, [o for o in opens if o[:2] == (partition, epoch)], closes
 
 
-def test_failed_task_is_retried_and_loses_nothing(lab, kafka_topic, pg_schema, tmp_path):
+def assert_retried_or_denied_the_commit(run: subprocess.CompletedProcess, log: Path, task_opens, closes) -> str:
+    """What holds for a Python writer's failed task under real-time mode whichever way the race goes; return which
+    way it went (rtm_lab.task_commits.RETRIED or COMMIT_DENIED).
+
+    The JVM task hands rows to the Python worker and hears of its exception only in close(), after it asked for and
+    got the permission to commit its partition. The retry starts after the real-time batch's end time: it reads no
+    row (they go to the next batch) and asks for the permission at once. It gets it only if the driver's DAG
+    scheduler has handled the first attempt's failure, which frees that attempt's permission; otherwise it is denied,
+    the task has failed twice and the query fails with "Commit denied"; a restart from the checkpoint runs the batch
+    again (run_fail_once then checks nothing was lost)."""
+    retry = task_commits.trace(log.read_text())
+    assert retry is not None, run.stdout[-2000:]
+    assert retry.allowed_before_failing, retry  # attempt 0 held the commit when its failure reached the driver
+    partition, epoch = task_opens[0][:2]
+    # The same partition and batch ran again as attempt 1, and that attempt read no row.
+    first_run = [c for c in closes if c[:3] == (0, partition, epoch)]
+    assert [c[3] for c in first_run] == [0, 1] and first_run[1][4] == 0, closes
+    if retry.outcome == task_commits.RETRIED:
+        assert [o[2] for o in task_opens] == [0, 1], task_opens
+        assert retry.released_before_retry_asked, retry
+        assert "query_error[" not in run.stdout and "restarts=0 query_error=None" in run.stdout, run.stdout[-2000:]
+    else:
+        assert retry.outcome == task_commits.COMMIT_DENIED, retry
+        assert [o[2] for o in task_opens] == [0, 1, 0], task_opens  # the restart opened the batch again
+        assert not retry.released_before_retry_asked, retry
+        task = rf"\(task \d+, attempt 1, stage {retry.stage}\.0\)"
+        denied = rf"^query_error\[0\]=Commit denied for partition {partition} {task}"
+        assert re.search(denied, run.stdout, re.MULTILINE), run.stdout[-2000:]
+        assert f"Task {partition} in stage {retry.stage}.0 failed 2 times; aborting job" in log.read_text()
+        assert "restarts=1 query_error=None" in run.stdout, run.stdout[-2000:]
+    assert f"retry_outcome={retry.outcome}" in run.stdout, run.stdout[-2000:]
+    return retry.outcome
+
+
+def test_failed_task_is_retried_or_denied_its_commit_and_nothing_is_lost(lab, kafka_topic, pg_schema, tmp_path):
     """Under real-time mode Spark 4.3.0 retries a failed task when spark.task.maxFailures allows it: the same
-    partition and real-time batch is opened again as attempt 1, the query has no error and nothing is lost."""
+    partition and real-time batch is opened again as attempt 1. Whether the retry may commit is a race inside the
+    driver (assert_retried_or_denied_the_commit); either way nothing is lost once a failed query is restarted."""
     # local[4, 2]: 4 slots, and a task may fail twice before the job fails (local mode allows no retry by default).
-    _, _, task_opens, _ = run_fail_once(lab, kafka_topic(partitions=2), pg_schema, tmp_path, "local[4,2]")
-    assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
+    run, _, task_opens, closes = run_fail_once(
+        lab, kafka_topic(partitions=2), pg_schema, tmp_path, "local[4,2]", restarts=1
+    )
+    assert_retried_or_denied_the_commit(run, tmp_path / "spark.log", task_opens, closes)
 
 
-def test_failed_task_is_retried_on_a_standalone_cluster(lab, standalone_cluster, kafka_topic, pg_schema, tmp_path):
+def test_failed_task_is_retried_or_denied_its_commit_on_a_standalone_cluster(
+    lab, standalone_cluster, kafka_topic, pg_schema, tmp_path
+):
     """The same on a loopback standalone cluster (two workers, 2 cores each) with spark.task.maxFailures=2."""
-    _, _, task_opens, _ = run_fail_once(
+    run, _, task_opens, closes = run_fail_once(
         lab,
         kafka_topic(partitions=2),
         pg_schema,
@@ -173,8 +224,27 @@ def test_failed_task_is_retried_on_a_standalone_cluster(lab, standalone_cluster,
         standalone_cluster.master_url,
         "spark.task.maxFailures=2",
         f"spark.driver.host={standalone.HOST}",
+        restarts=1,
     )
-    assert sorted(o[2] for o in task_opens) == [0, 1], task_opens
+    assert_retried_or_denied_the_commit(run, tmp_path / "spark.log", task_opens, closes)
+
+
+def test_a_retry_that_asks_before_the_failed_attempt_is_released_is_denied_its_commit(
+    lab, kafka_topic, pg_schema, tmp_path
+):
+    """The failing order, forced: the driver's DAG scheduler is held (rtm_lab.apps.faults.SchedulerHold) from before
+    the Python writer raises until the retry has had its answer. The first attempt's permission to commit is then
+    still held when the retry asks: the retry is denied ("already committed by TaskIdentifier(0,0)"), the permission
+    is freed only after that, the task has failed twice, the query fails with "Commit denied", and a restart from
+    the checkpoint loses nothing and stores no key twice."""
+    run, _, task_opens, closes = run_fail_once(
+        lab, kafka_topic(partitions=2), pg_schema, tmp_path, "local[4,2]", restarts=1, hold_scheduler=True
+    )
+    outcome = assert_retried_or_denied_the_commit(run, tmp_path / "spark.log", task_opens, closes)
+    assert outcome == task_commits.COMMIT_DENIED
+    retry = task_commits.trace((tmp_path / "spark.log").read_text())
+    assert retry is not None and retry.released is not None and retry.retry_denied is not None
+    assert retry.retry_denied < retry.released, retry
 
 
 def test_failed_task_in_a_stateful_query_fails_the_query_and_a_restart_replays_the_batch(
@@ -191,7 +261,8 @@ def test_failed_task_in_a_stateful_query_fails_the_query_and_a_restart_replays_t
     assert run.stdout.startswith("query_error[0]=[PYTHON_EXCEPTION]"), run.stdout[-2000:]
     assert "restarts=1 query_error=None" in run.stdout, run.stdout[-2000:]
     # Spark's log: one attempt, then the job aborted (the one-stage query above got attempt 1 at the same master).
-    assert re.search(r"Task \d+ in stage [\d.]+ failed 1 times; aborting job", run.stderr), run.stderr[-4000:]
+    log = (tmp_path / "spark.log").read_text()
+    assert re.search(r"Task \d+ in stage [\d.]+ failed 1 times; aborting job", log), log[-4000:]
     # The failed task's partition and batch were opened twice, both as attempt 0: once before, once after the restart.
     assert sorted(task_opens) == [task_opens[0]] * 2 and task_opens[0][2] == 0, task_opens
     epoch = task_opens[0][1]
