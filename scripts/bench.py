@@ -11,6 +11,7 @@ from rtm_lab.benchmarks import engines as bench_engines
 from rtm_lab.benchmarks import latency as bench_latency
 from rtm_lab.benchmarks import monitor_cost as bench_monitor
 from rtm_lab.benchmarks import recovery as bench_recovery
+from rtm_lab.benchmarks import retry_outcomes as bench_retry
 from rtm_lab.benchmarks import sink as bench_sink
 from rtm_lab.signals import exit_cleanly_on_termination
 
@@ -29,6 +30,7 @@ BENCHMARKS = (
         "the latency monitor's cost on the query, and PromQL's percentiles against the records'",
     ),
     ("recovery", bench_recovery, "the driver SIGKILLed mid-batch and restarted: rows replayed, time to resume"),
+    ("retry-outcomes", bench_retry, "a failed Python task's retry: how often it commits, how often it is denied"),
 )
 
 

@@ -9,6 +9,7 @@
   python scripts/tables.py latency               latency.md from the latency benchmark's JSON
   python scripts/tables.py latency-sweep-headline the front page's headline sentence, from the batch duration sweep's JSON
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines   likewise, from their JSON
+  python scripts/tables.py retry-outcomes        likewise, from retry-outcomes.json
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
@@ -122,6 +123,9 @@ TABLES = {
     "sink-dwell": Table("sink-dwell.md", _from_json("sink-dwell.json", "rtm_lab.benchmarks.sink")),
     "sink-stretch": Table("sink-stretch.md", _from_json("sink-stretch.json", "rtm_lab.benchmarks.sink")),
     "recovery": Table("recovery.md", _from_json("recovery.json", "rtm_lab.benchmarks.recovery")),
+    "retry-outcomes": Table(
+        "retry-outcomes.md", _from_json("retry-outcomes.json", "rtm_lab.benchmarks.retry_outcomes")
+    ),
     "boundary-settings": Table(
         "boundary-settings.md", _from_json("boundary-settings.json", "rtm_lab.benchmarks.boundary_settings")
     ),

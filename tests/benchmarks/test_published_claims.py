@@ -369,3 +369,14 @@ def test_rtm_or_flink_page_the_highest_rate_each_keeps_up_with():
     assert engine_capacity.highest_kept(flink_count) == 2 * engine_capacity.highest_kept(spark_count)
     # From 40,000 on, every step's p99 over the whole step is above a second.
     assert all(r["p99_ms"] > 1000 for r in steps.values() if r["rate"] >= 40000)
+
+
+def test_sink_page_every_retry_run_ended_one_of_two_ways_and_lost_nothing():
+    """The Postgres sink page: after a failed Python task the retry committed or was denied the commit, and a query
+    that failed lost nothing once restarted from its checkpoint; no run stored a key twice."""
+    result = json.loads((RESULTS / "retry-outcomes.json").read_text())
+    runs = [run for setting in result["settings"] for run in setting["runs"]]
+    assert runs
+    assert {run["outcome"] for run in runs} <= {"retried", "commit-denied"}
+    assert all(run["lost"] == 0 and run["duplicate_keys"] == 0 and run["dead_letters_missing"] == 0 for run in runs)
+    assert all(run["query_failures"] == (run["outcome"] == "commit-denied") for run in runs)

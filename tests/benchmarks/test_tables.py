@@ -26,6 +26,7 @@ def test_every_generated_table_is_current():
         "engines-recovery.md",
         "engines-capacity.md",
         "monitor-cost.md",
+        "retry-outcomes.md",
     ):
         assert f"/docs/results/{table} is up to date" in result.stdout, result.stdout
 
