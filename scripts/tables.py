@@ -15,6 +15,7 @@
   python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
   python scripts/tables.py diagram-timeline, diagram-timeline-narrow, diagram-slots   the concept diagrams (SVG,
                                                  into docs/diagrams/), from rtm_lab.diagrams: no results needed
+  python scripts/tables.py glossary              the glossary's entries, from scripts/rtm_lab/glossary.yml
   python scripts/tables.py all --check           exit 1 naming each table that is stale or missing
 
 The benchmarks write their own table when they run; this command re-renders it from the JSON they left.
@@ -103,6 +104,13 @@ def _stall_5s(results: Path) -> str:
 STALL_SOURCES = ("latency-sweep.json", "boundary-settings.json")
 
 
+def _glossary(results: Path) -> str:
+    """The glossary page's entries, from the one file the term check reads too."""
+    from rtm_lab import terms
+
+    return terms.glossary_markdown(terms.load())
+
+
 TABLES = {
     "support-matrix": Table("support-matrix.md", _support_matrix),
     "allowlist-off": Table("allowlist-off.md", _cases_table("allowlist-off", _allowlist_off_rows)),
@@ -138,6 +146,7 @@ TABLES = {
         "engines-capacity.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "capacity_markdown")
     ),
     "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
+    "glossary": Table("glossary.md", _glossary),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
     # Drawn from code alone (no results file): the pages include what `--check` keeps in step with the drawing.
     "diagram-timeline": Table("timeline.svg", lambda _: timeline.render(timeline.WIDE), DIAGRAMS),
