@@ -56,6 +56,7 @@ def test_a_name_for_the_batch_duration_other_than_its_own_fails(sentence):
         "With `processingTime`, the trigger interval is a target, not a guarantee.",
         "The batch duration acts as a checkpoint interval, not as a latency target.",
         'Spark\'s guide calls the section "Batch Duration Is a Checkpoint Interval".',
+        'Spark\'s guide calls it "a checkpoint interval, not a latency target".',
         "Set `spark.executor.heartbeatInterval` and `execution.checkpointing.interval` as below.",
         "Flink: `execution.buffer-timeout.interval=5 ms`.",
         "The alert's rule group interval is one minute.",
@@ -110,6 +111,7 @@ def test_the_one_names_pass(sentence):
         "The batch duration Spark's real-time guide recommends: rows are handled as they arrive.",
         "five minutes, as Spark's guide recommends",
         "test latency page at the recommended interval the real time p99",
+        "test_runs_at_the_recommended_real_time_interval",
         "Both run at the real-time interval Spark recommends (5 minutes).",
     ],
 )
@@ -125,6 +127,7 @@ def test_recommended_next_to_the_batch_duration_fails(sentence):
         "The batch duration is 5 minutes, Spark's default.",
         "Prometheus recommends a scrape interval shorter than the alert's window.",
         "Real-time mode is recommended for stateless pipelines on this project's measurements.",
+        "One slot per partition, which the real-time query needs; fetch wait 10 ms (Kafka tuning recommends 50).",
     ],
 )
 def test_recommended_elsewhere_passes(sentence):
