@@ -1,14 +1,14 @@
 """One name per concept: the glossary (scripts/rtm_lab/glossary.yml), its page, and the checks that read it.
 
 Two checks:
-- a retired name (glossary.yml's `retired`) anywhere in a page's rendered text: prose, headings, titles and table
-  cells of every size (code blocks left out; code spans kept, in backticks). The glossary's own "Not: ..." lines are
-  the one place a retired name may stand.
-- "recommend" in a sentence about the batch duration (the batch duration, 5 minutes, `realTime`, or an `interval`
-  no qualifier makes another one): Spark's guide calls 5 minutes the *default*. Checked in the rendered pages, in
-  snippets/, skills/ and scripts/ (every line: comments, strings, names), and in test function names under tests/.
-  Not checked: a changelog's earlier entries (they record what a release said, and a newer entry corrects them), and
-  this check's own definitions (this module and glossary.yml).
+- A retired name (glossary.yml's `retired`) anywhere in a page's rendered text: prose, headings, titles and table
+  cells of every size (code blocks left out; code spans kept, in backticks). The skill's Markdown (skills/) is read
+  too, outside its code blocks. The glossary's own "Not: ..." lines are the one place a retired name may stand.
+- "recommend" in a sentence about the batch duration (its name, 5 minutes, `realTime`, or a retired name such as an
+  unqualified "interval"): Spark's guide calls 5 minutes the *default*. Checked in the rendered pages; in snippets/,
+  skills/ and scripts/, line by line with the lines around (comments, strings, names); and in test function names
+  under tests/. Not checked: a changelog's earlier entries (they record what a release said, and a newer entry
+  corrects them), and the check's own definitions (this module, glossary.yml, scripts/prose.py).
 """
 
 import re
@@ -179,9 +179,9 @@ _COMMENT_MARKER = re.compile(r"^\s*(#+|//+|/?\*+|--|<!--)\s?")
 _MARKDOWN_BREAK = re.compile(r"^\s*([-*+] |\d+\. |#|\||>|!!!|\?\?\?)")
 
 
-def _markdown_units(lines: list[str]) -> Iterator[tuple[int, str]]:
-    """A Markdown file's paragraphs, list items, headings and table rows, each with its first line number; the lines
-    of a fenced code block come out as code (see _code_units)."""
+def _markdown_units(lines: list[str], code: bool = True) -> Iterator[tuple[int, str]]:
+    """A Markdown file's paragraphs, list items, headings and table rows, each with its first line number; with
+    `code`, the lines of a fenced code block come out as code (see _code_units)."""
     buffer: list[tuple[int, str]] = []
     fence: list[tuple[int, str]] | None = None
     for number, line in enumerate(lines, start=1):
@@ -191,7 +191,8 @@ def _markdown_units(lines: list[str]) -> Iterator[tuple[int, str]]:
             if fence is None:
                 fence = []
             else:
-                yield from _code_units(fence)
+                if code:
+                    yield from _code_units(fence)
                 fence = None
             continue
         if fence is not None:
@@ -203,7 +204,7 @@ def _markdown_units(lines: list[str]) -> Iterator[tuple[int, str]]:
         if line.strip():
             buffer.append((number, line.strip()))
     yield from _flush(buffer)
-    if fence:
+    if fence and code:
         yield from _code_units(fence)
 
 
@@ -232,8 +233,11 @@ def check_files(terms: list[Term], root: Path = PROJECT_ROOT) -> list[Hit]:
             lines = path.read_text(errors="replace").splitlines()
             if _is_changelog(path):
                 lines = _newest_changelog_entry(lines)
+            where = path.relative_to(root).as_posix()
             units = _markdown_units(lines) if path.suffix == ".md" else _code_units(list(enumerate(lines, start=1)))
-            hits += _recommended_in(units, path.relative_to(root).as_posix(), terms)
+            hits += _recommended_in(units, where, terms)
+            if folder == "skills" and path.suffix == ".md" and not _is_changelog(path):
+                hits += _retired_in(_markdown_units(lines, code=False), where, terms)
     hits += check_test_names(terms, root)
     return hits
 
@@ -244,6 +248,16 @@ def _recommended_in(units: Iterable[tuple[int, str]], where: str, terms: list[Te
         for sentence in prose.sentences(prose.mark_code_spans(text), keep_code=True) or [text]:
             if recommended_next_to_batch_duration(sentence, terms):
                 hits.append(Hit(f"{where}:{number}", "recommend", "Spark's default called a recommendation", sentence))
+    return hits
+
+
+def _retired_in(units: Iterable[tuple[int, str]], where: str, terms: list[Term]) -> list[Hit]:
+    """Retired names in a skill file's prose (its code blocks are the snippets' code, checked with the pages)."""
+    hits = []
+    for number, text in units:
+        for sentence in prose.sentences(prose.mark_code_spans(text), keep_code=True):
+            for _, rule, found in retired_names(sentence, terms):
+                hits.append(Hit(f"{where}:{number}", found, f"retired name (glossary: {rule.shown})", sentence))
     return hits
 
 

@@ -76,7 +76,7 @@ def test_other_intervals_keep_their_names(sentence):
         ("A pipelined shuffle moves rows.", "streaming shuffle"),
         ("The whitelist refuses it.", "allowlist"),
         ("At the checkpoint commit Spark writes offsets.", "commit"),
-        ("A restart re-reads the batch.", "replay"),
+        ("A restart reprocesses the batch.", "replay"),
         ("Start the test environment first.", "lab"),
         ("Add the Kafka package to the session.", "connector"),
         ("The output sink must be idempotent.", "sink"),
@@ -142,7 +142,7 @@ def write(root: Path, path: str, text: str) -> None:
 def test_files_are_checked_in_comments_strings_skills_and_test_names(tmp_path):
     write(tmp_path, "snippets/a.py", "# Spark's guide\n# recommends 5 minutes: fewer stalls.\nX = 1\n\n# Fine.\n")
     write(tmp_path, "scripts/b.py", 'HELP = "the batch duration (default 5 minutes)"\nRECOMMENDED = "5 minutes"\n')
-    write(tmp_path, "skills/s/SKILL.md", 'Intro.\n\nSpark\'s guide recommends\n`realTime="5 minutes"`.\n\n- fine\n')
+    write(tmp_path, "skills/s/SKILL.md", 'Intro.\n\nSpark\'s guide recommends\n`realTime="5 minutes"`.\n\n- kept up\n')
     write(
         tmp_path,
         "skills/s/CHANGELOG.md",
@@ -155,7 +155,7 @@ def test_files_are_checked_in_comments_strings_skills_and_test_names(tmp_path):
     )
     hits = terms.check_files(TERMS, root=tmp_path)
     assert sorted(hit.where for hit in hits) == [
-        "scripts/b.py:2", "skills/s/SKILL.md:3", "snippets/a.py:2", "tests/test_c.py:1",
+        "scripts/b.py:2", "skills/s/SKILL.md:3", "skills/s/SKILL.md:6", "snippets/a.py:2", "tests/test_c.py:1",
     ]  # fmt: skip
 
 
