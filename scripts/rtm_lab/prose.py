@@ -19,7 +19,8 @@ Counting rules (tests/lint/test_prose.py has a case for each; change both togeth
    other text.
 8. Sentences end at `.`, `!` or `?` (closing quotes or brackets may follow) before white space and a capital letter,
    a digit, a quote, an opening bracket or a code span. A full stop does not end a sentence after an abbreviation
-   (e.g., i.e., vs., cf., approx., incl., no., fig.), inside a number (4.3.0, 2.5) or inside a word (p99.9).
+   (e.g., i.e., vs., cf., approx., incl., no., fig.), after a step's number that opens a sentence ("1. What
+   changes."), inside a number (4.3.0, 2.5) or inside a word (p99.9).
 9. A word is a white-space separated token holding a letter, a digit or a code span ("—" alone is not a word).
 10. Per page: words; sentences; mean words per sentence; p90 (the nearest-rank 90th percentile of sentence lengths:
     the length of a real sentence); the share of sentences over 40 words (in %); opening parentheses per 100 words
@@ -338,6 +339,8 @@ def sentences(text: str, keep_code: bool = False) -> list[str]:
         last = before[-1].lower().rstrip(".") if before else ""
         if last in ABBREVIATIONS or last.lstrip("(") in ABBREVIATIONS:
             continue
+        if len(before) == 1 and last.isdigit():
+            continue  # a step's number ("1. What changes."), not a sentence
         found.append(counted[start : end.end()].strip())
         start = end.end()
     rest = counted[start:].strip()

@@ -152,6 +152,8 @@ def test_an_open_block_counts():
         ("Compare RTM vs. micro-batch at 2.5 s (i.e. a short batch).", 1),
         ("Read the docs (see Setup). Then run it.", 2),
         ("it costs 2 s. and then it ends", 1),
+        ("1. What changes. The trigger alone.", 2),
+        ("It ran in step 2. Then it stopped.", 2),
     ],
 )
 def test_sentences_end_at_a_full_stop_before_a_new_sentence(text, count):
