@@ -52,7 +52,14 @@ def check_figures(targets: bool) -> int:
     gone = sorted(set(recorded) - set(prose.pages()))
     if gone:
         print(f"the ratchet names pages that are gone: {', '.join(gone)} (run `scripts/prose.py ratchet`)")
-    if not failed:
+    if failed:
+        print(
+            "Shorten those sentences (one idea each), or take brackets out. A page may not get worse than its record "
+            f"in {prose.RATCHET.relative_to(prose.PROJECT_ROOT)}; recording a worse figure "
+            "(`scripts/prose.py ratchet --reset PAGE`) is the lead's call.",
+            file=sys.stderr,
+        )
+    else:
         print(f"prose figures: {len(prose.pages())} pages, none worse than recorded in {prose.RATCHET.name}")
     return failed
 
