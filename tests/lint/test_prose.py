@@ -103,6 +103,8 @@ def test_a_collapsed_evidence_block_is_left_out():
         "- Command: `python scripts/bench.py latency --repeat 3`",
         "- Run at 2026-11-24T10:35:01Z (2264 s in all)",
         "Databricks Runtime reports latency percentiles in the query progress (read 2026-11).",
+        "The test sends three rows, waits 1.5 seconds and sends three more.",
+        "**Not tested:** a task lost mid-batch, more than one executor.",
     ],
 )
 def test_evidence_may_be_collapsed(evidence):

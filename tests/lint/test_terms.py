@@ -115,7 +115,7 @@ def test_the_one_names_pass(sentence):
         "Both run at the real-time interval Spark recommends (5 minutes).",
     ],
 )
-def test_recommended_next_to_the_batch_duration_fails(sentence):
+def test_calling_the_default_a_recommendation_fails(sentence):
     assert terms.recommended_next_to_batch_duration(sentence, TERMS)
 
 
@@ -130,7 +130,7 @@ def test_recommended_next_to_the_batch_duration_fails(sentence):
         "One slot per partition, which the real-time query needs; fetch wait 10 ms (Kafka tuning recommends 50).",
     ],
 )
-def test_recommended_elsewhere_passes(sentence):
+def test_the_word_elsewhere_passes(sentence):
     assert not terms.recommended_next_to_batch_duration(sentence, TERMS)
 
 
