@@ -116,15 +116,21 @@ def _cell(value, unit: str = "") -> str:
     return "-" if value is None else f"{_num(value)}{unit}"
 
 
-def _runs_record(runs: dict) -> list[str]:
-    """The load range over all the runs, then the latest run's full record."""
+def _runs_record(runs: dict, setting: str | None = None, flink: dict | None = None) -> list[str]:
+    """The footer of a table made of many runs, each with its own record: the load range over them, the latest one's
+    machine and versions, every command, and the run count with the first start and last end over all of them."""
     loads = [r["load_average"]["start"][0] for r in runs.values()]
     latest = max(runs.values(), key=lambda r: r["timestamp"])
+    commands = sorted({r["command"] for r in runs.values()})
+    *record, span = record_lines(latest, setting, runs=len(runs), records=list(runs.values()))
     return [
-        f"- Runs: {len(runs)}, each with its own record in the JSON; 1-minute load average at their starts "
-        f"{min(loads):.2f}-{max(loads):.2f}",
-        f"- Flink {versions.FLINK_VERSION} with `flink-sql-connector-kafka` {versions.FLINK_KAFKA_CONNECTOR_VERSION}",
-        *(line for line in record_lines(latest) if not line.startswith("- Load average")),
+        f"- 1-minute load average at the runs' starts {min(loads):.2f}-{max(loads):.2f}; each run has its own record "
+        "in the JSON",
+        f"- Flink {(flink or {}).get('version', versions.FLINK_VERSION)} with `flink-sql-connector-kafka` "
+        f"{(flink or {}).get('kafka_connector', versions.FLINK_KAFKA_CONNECTOR_VERSION)}",
+        *(line for line in record if not line.startswith(("- Load average", "- Command:"))),
+        f"- {'Commands' if len(commands) > 1 else 'Command'}: {', '.join(f'`{c}`' for c in commands)}",
+        span,
     ]
 
 
@@ -215,8 +221,6 @@ def run_lines(result: dict) -> list[str]:
     s = result.get("settings", {})
     if not result["runs"]:
         return []
-    latest = max(result["runs"].values(), key=lambda r: r["timestamp"])
-    loads = [r["load_average"]["start"][0] for r in result["runs"].values()]
     spark, flink = s.get("spark", {}), s.get("flink", {})
     setting = (
         f"{s.get('warmup_s', 0):.0f} s warm-up then {s.get('seconds', 0):.0f} s per run, {s.get('partitions')} "
@@ -226,17 +230,7 @@ def run_lines(result: dict) -> list[str]:
         + ", ".join(f"`{k}={v}`" for conf in s.get("profiles", {}).get("tuned", {}).values() for k, v in conf.items())
         + "; default = neither set"
     )
-    commands = sorted({r["command"] for r in result["runs"].values()})
-    lines = [
-        f"- Runs: {len(result['runs'])}, each with its own record in the JSON; 1-minute load average at their starts "
-        f"{min(loads):.2f}-{max(loads):.2f}",
-        f"- Flink {flink.get('version')} with `flink-sql-connector-kafka` {flink.get('kafka_connector')}",
-    ]
-    record = record_lines(latest, setting)
-    # The latest run's record, with every command that made a run of the table.
-    record = [line for line in record if not line.startswith(("- Command:", "- Run at"))]
-    record += [f"- Commands: {', '.join(f'`{c}`' for c in commands)}", f"- Latest run at {latest['timestamp']}"]
-    return [*lines, *record]
+    return _runs_record(result["runs"], setting, flink)
 
 
 def plot_path(json_path: Path) -> Path:

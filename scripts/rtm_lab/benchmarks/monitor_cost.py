@@ -90,7 +90,7 @@ def markdown(result: dict) -> str:
             f"{'yes' if p99.get('same_bucket') else 'no'} |"
         )
     lines.append("")
-    return "\n".join(lines + run_record.record_lines(result)) + "\n"
+    return "\n".join(lines + run_record.record_lines(result, runs=sum(map(len, result["runs"].values())))) + "\n"
 
 
 def p99_delta(result: dict) -> float:

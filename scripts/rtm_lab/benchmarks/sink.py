@@ -17,7 +17,6 @@ run waits for every key to reach Postgres. It reports:
 
 import argparse
 import contextlib
-import datetime as dt
 import json
 import os
 import shutil
@@ -378,7 +377,7 @@ def markdown(result: dict) -> str:
         "",
         *_md_table(result, MD_COUNT_COLUMNS),
         "",
-        f"Measured {result['timestamp']} with `{result['command']}` on {m['cores']} cores, {m['memory_gib']} GiB, "
+        f"Measured in {machine.run_span(len(result['runs']), [result])} with `{result['command']}` on {m['cores']} cores, {m['memory_gib']} GiB, "
         f"{m['cpu_model']}, {m['os']} (1-minute load average {result['load_average_1m']['start']} at the start, "
         f"{result['load_average_1m']['end']} at the end); Spark {result['versions']['spark']} with the Kafka connector "
         f"{result['versions'].get('spark_kafka_connector', '?')}, Postgres {result['postgres_version']}, "
@@ -493,6 +492,7 @@ def main(args: argparse.Namespace, command: str) -> int:
         spark = spark_session("rtm-bench-sink", slots=slots, conf=conf)
         runs = []
         load_at_start = round(os.getloadavg()[0], 2)
+        began = machine.utc_now()
         for scenario in chosen:
             say(f"run       {scenario.name} for {scenario.seconds:.0f}s ({scenario.partitions} partitions)")
             runs.append(run_scenario(spark, state, scenario, say))
@@ -505,7 +505,8 @@ def main(args: argparse.Namespace, command: str) -> int:
         result = {
             "benchmark": "sink",
             "command": command,
-            "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "started": began,
+            "timestamp": machine.utc_now(),
             "machine": machine.describe(),
             "versions": machine.pinned_versions(),
             "postgres_version": _postgres_version(state.postgres_dsn),
