@@ -634,3 +634,36 @@ def test_skill_names_every_machine_its_results_were_measured_on(tmp_path):
     assert machines_answer(tmp_path) == "two 2-core machines (AMD EPYC; Intel Xeon for sink-5s)"
     skill = (Path(__file__).resolve().parents[2] / "skills" / "spark-real-time-mode" / "SKILL.md").read_text()
     assert machines_answer() in skill
+
+
+def test_a_machine_recorded_per_run_is_named_too(tmp_path):
+    """A results file that keeps its machine in each run's record (the engine comparison does) counts like one that
+    keeps it at the top."""
+    from rtm_lab.skillgen.answers import machines_answer
+
+    (tmp_path / "latency.json").write_text(json.dumps({"machine": {"cores": 2, "cpu_model": "AMD EPYC"}}))
+    (tmp_path / "sink.json").write_text(json.dumps({"machine": {"cores": 2, "cpu_model": "AMD EPYC"}}))
+    per_run = {"runs": {"spark/1": {"machine": {"cores": 2, "cpu_model": "Intel Xeon"}}}, "capacity": {}}
+    (tmp_path / "engines.json").write_text(json.dumps(per_run))
+    assert machines_answer(tmp_path) == "two 2-core machines (AMD EPYC; Intel Xeon for engines)"
+
+
+def test_every_results_file_with_a_machine_record_is_named_in_the_skill():
+    """Each results file is accounted for in SKILL.md's machine list: its machine is named, and a file measured on a
+    machine other than the one most results come from is named beside that machine."""
+    from rtm_lab.skillgen.answers import RESULTS, machines_answer, recorded_machines
+
+    answer = machines_answer()
+    by_file = {p.stem: recorded_machines(json.loads(p.read_text())) for p in sorted(RESULTS.glob("*.json"))}
+    by_file = {name: machines for name, machines in by_file.items() if machines}
+    assert "engines" in by_file  # its machine records sit in each run's record, none at the top
+    counts: dict[tuple, int] = {}
+    for machines in by_file.values():
+        for machine in machines:
+            counts[machine] = counts.get(machine, 0) + 1
+    main = max(counts, key=lambda m: counts[m])
+    for name, machines in by_file.items():
+        for cores, cpu in machines:
+            assert cpu in answer, name
+            if (cores, cpu) != main:
+                assert re.search(rf"{re.escape(cpu)}[^;)]* for [^;)]*\b{re.escape(name)}\b", answer), (name, answer)
