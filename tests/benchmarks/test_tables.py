@@ -120,3 +120,19 @@ def test_a_span_without_a_recorded_start_says_so():
     assert run_span(2, [began, timed]) == "2 runs, first start 2026-01-01T10:00:00Z, last end 2026-01-01T11:00:00Z"
     assert run_span(1, [timed]) == "1 run, first start 2026-01-01T10:59:00Z, last end 2026-01-01T11:00:00Z"
     assert run_span(3, [began, bare]) == "3 runs, first start not recorded, last end 2026-01-01T12:00:00Z"
+
+
+def test_a_table_that_judges_rates_says_held_with_its_bound_and_window():
+    """One term for a rate a run kept up with: "held" (docs/glossary.md#held-rate), computed from the results file by
+    rtm_lab.benchmarks.held_rate; a table that shows it links the definition and states the bound and the window."""
+    from rtm_lab.benchmarks.held_rate import BOUND_MS, GLOSSARY_LINK
+
+    judged = 0
+    for path in sorted(RESULTS.glob("*.md")):
+        text = path.read_text()
+        assert "kept up" not in text.lower() and "keeps up" not in text.lower(), path.name
+        if not re.search(r"\| (held|not held) \|", text):
+            continue
+        judged += 1
+        assert f"[Held]({GLOSSARY_LINK}): the p99 end-to-end latency stayed under {BOUND_MS:,} ms over " in text
+    assert judged >= 5  # the four sink tables and the engines' capacity steps
