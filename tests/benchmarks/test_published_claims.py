@@ -316,12 +316,18 @@ def test_rtm_or_flink_page_at_10000_events_a_second_the_picture_splits():
     assert (spark_default < flink_default) != tuned_order
 
 
-def test_monitoring_page_the_monitor_moves_the_p99_by_1_ms_at_most_and_promql_agrees():
+def test_monitoring_page_three_runs_cannot_resolve_the_1_ms_goal_and_promql_agrees():
+    """The page's reading of the monitor-cost runs: the p99 without the monitor varied by more than 1 ms between runs
+    (so a 1 ms cost is not resolved), the p99.9 and the max medians were higher with the monitor, PromQL agrees."""
     from rtm_lab.benchmarks import monitor_cost
 
     result = json.loads((RESULTS / "monitor-cost.json").read_text())
     assert result["rate"] == 2000 and result["repeat"] >= 3
-    assert monitor_cost.p99_delta(result) <= 1.0
+    assert monitor_cost.GOAL_MS == 1.0 and not monitor_cost.resolves_goal(result)
+    without = result["figures"]["without"]["p99_ms"]
+    assert without["max"] - without["min"] > 10 * monitor_cost.GOAL_MS, without
+    fig = result["figures"]
+    assert all(fig["with"][f]["median"] > fig["without"][f]["median"] for f in ("p99.9_ms", "max_ms"))
     runs = result["runs"]["with"]
     assert len(runs) >= 3
     assert all(r["monitor"][q]["same_bucket"] for r in runs for q in ("p50", "p99"))
