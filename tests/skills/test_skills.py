@@ -114,6 +114,9 @@ def sandbox(tmp_path) -> Path:
     (tmp_path / "docs" / "get-started.md").write_text("---\ntitle: Get started\ndescription: Start here.\n---\n")
     (tmp_path / "docs" / "reference" / "slot-sizing.md").write_text(PAGE)
     (tmp_path / "docs" / "reference" / "errors.md").write_text(ERRORS_PAGE)
+    # The test the page's "Verified by" names: validate checks that a file named in backticks exists.
+    (tmp_path / "tests" / "reference").mkdir(parents=True)
+    (tmp_path / "tests" / "reference" / "test_slot_sizing.py").write_text("")
     result = skills(tmp_path, "generate")
     assert result.returncode == 0, result.stderr
     return tmp_path
@@ -383,6 +386,38 @@ def test_a_link_to_a_missing_file_is_caught(sandbox):
     path = sandbox / "skills" / SKILL / "references" / "errors.md"
     path.write_text(text.replace("(slot-sizing.md)", "(no-such-file.md)"))
     assert_fails_with_fix(sandbox, "link target 'no-such-file.md' is not a file inside the skill")
+
+
+def test_a_link_wrapped_over_two_lines_is_followed_and_checked(sandbox):
+    """A link whose text wraps onto the next line is one link: the renderer points it at the file holding the
+    heading, and validate checks its anchor (a line-by-line reader missed both)."""
+    page = sandbox / "docs" / "reference" / "errors.md"
+    page.write_text(page.read_text() + "\nSee [the rule for\nslots](slot-sizing.md#the-rule) first.\n")
+    assert skills(sandbox, "generate").returncode == 0
+    path = sandbox / "skills" / SKILL / "references" / "errors.md"
+    text = path.read_text()
+    assert "[the rule for\nslots](slot-sizing.md#the-rule)" in text
+    assert skills(sandbox, "validate").returncode == 0
+    path.write_text(text.replace("[the rule for\nslots](slot-sizing.md#the-rule)", "[the rule for\nslots](#the-rule)"))
+    stderr = assert_fails_with_fix(sandbox, "anchor #the-rule of '#the-rule' matches no heading")
+    assert "references/errors.md:" in stderr
+
+
+def test_a_file_path_named_in_backticks_must_exist(sandbox):
+    """`references/...`, `assets/...`, `tests/...`: a path in backticks names a file of the skill or of the
+    repository; a test or page renamed without its mentions fails validate. Other trees' paths are not ours."""
+    page = sandbox / "docs" / "reference" / "errors.md"
+    page.write_text(
+        page.read_text()
+        + "\nThe sizing is in `references/slot-sizing.md`, proven by `tests/reference/test_slot_sizing.py::test_x`;"
+        + " Spark's is `sbin/start-master.sh` and its guide `docs/streaming/real-time-mode.md`.\n"
+    )
+    assert skills(sandbox, "generate").returncode == 0
+    assert skills(sandbox, "validate").returncode == 0
+    (sandbox / "tests" / "reference" / "test_slot_sizing.py").unlink()
+    assert_fails_with_fix(
+        sandbox, "`tests/reference/test_slot_sizing.py` names no file of the skill or of the repository"
+    )
 
 
 def test_word_budget_is_enforced_per_file(sandbox):
