@@ -1,4 +1,4 @@
-"""A held rate: the one meaning every results table gives to a rate that was "kept up" (docs/glossary.md#held-rate).
+"""A held rate: the one rule every results table uses to say a run took its rate (docs/glossary.md#held-rate).
 
 A rate is held when the p99 end-to-end latency stays under a stated bound over the measured window, with nothing
 lost. Tables compute it here from the figures their results file recorded, and say the bound and the window in their
