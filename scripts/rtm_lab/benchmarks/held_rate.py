@@ -27,7 +27,9 @@ def verdict(p99_ms: float | None, lost: int | None, asked_rate: float, reached_r
 def caption(window: str, verdicts: list[str]) -> str:
     """The sentence under a table that says what its "held" column means: the rule, its bound and its window, and
     the other `verdicts` the table shows."""
-    text = f"[Held]({GLOSSARY_LINK}): the p99 end-to-end latency stayed under {BOUND_MS:,} ms over {window}, with nothing lost."
+    text = (
+        f"[Held]({GLOSSARY_LINK}): the end-to-end p99 stayed under {BOUND_MS:,} ms over {window}, and nothing was lost."
+    )
     if GENERATOR_SHORT in verdicts:
         text += (
             f" Generator short: the generator reached less than {OFFERED_SHARE * 100:.0f} % of the rate, so the rate "

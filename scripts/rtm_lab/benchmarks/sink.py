@@ -361,13 +361,13 @@ def _window(result: dict) -> str:
     """The rows each run's figures cover, from its scenario: those created after a fixed warm-up, or (a run with a
     settle rule, which records "warmup") those created in its `seconds` after the backlog settled."""
     windows = {
-        f"the {s['seconds']:.0f} s after its backlog settled"
+        f"in the {s['seconds']:.0f} s after its backlog settled"
         if "warmup" in r
-        else f"its {s['seconds']:.0f} s of load less the first {s['warmup_s']:.0f} s"
+        else f"after its first {s['warmup_s']:.0f} s (of {s['seconds']:.0f} s)"
         for r in result["runs"]
         for s in [r["scenario"]]
     }
-    return "the rows each run created in " + " or ".join(sorted(windows))
+    return "the rows each run created " + " or ".join(sorted(windows))
 
 
 def run_interval(result: dict, run: dict) -> str:
