@@ -391,8 +391,8 @@ def stall_sentence(sweep: dict, settings: dict) -> str:
     return (
         f"{generated_note('python scripts/tables.py stall-5s')}\n\n"
         f'At `realTime="5 seconds"` a batch boundary stalls the stream for **{_ms(stall["median"])} ms**: the median '
-        f"stall of {runs} runs ({_ms(stall['min'])}–{_ms(stall['max'])} ms) in the interval sweep "
+        f"of {runs} runs ({_ms(stall['min'])}–{_ms(stall['max'])} ms) in the interval sweep "
         f"({run_span(latency_report.run_count(sweep), [sweep])}; {sweep['machine']['cores']} cores, "
         f"{sweep['machine']['cpu_model']}). The settings run ({run_span(latency_report.run_count(settings), [settings])}) "
-        f"measured {_ms(defaults['median'])} ms for its defaults row: another run, for comparing settings within it.\n"
+        f"measured {_ms(defaults['median'])} ms at its defaults, a figure for comparing settings within that run.\n"
     )
