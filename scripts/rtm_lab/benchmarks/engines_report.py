@@ -213,7 +213,10 @@ def capacity_markdown(result: dict) -> str:
             highest.append(f"{pipeline}, {ENGINE_LABELS[engine]}: {'-' if top is None else f'{top:,.0f}'}{tail}")
     lines += ["", "Highest rate held: " + "; ".join(highest) + "."]
     caption = held_rate.caption(engine_capacity.WINDOW, [engine_capacity.verdict(s) for s in steps.values()])
-    lines += ["", caption + " Tuned settings."]
+    lines += [
+        "",
+        caption + " Last 10 s p98: the step's last 10 s alone, an unanswered event counting as late. Tuned settings.",
+    ]
     if past:
         lines += [
             "",
