@@ -94,7 +94,7 @@ def test_sink_page_the_dwell_sets_the_latency_and_nothing_is_lost():
     medians = [by_dwell[d]["e2e_p50_ms"] for d in (50, 20, 10)]
     assert medians[0] > medians[1] > medians[2], medians
     assert medians[2] <= medians[0] / 3, medians  # "about in proportion": 5x shorter dwell, at least 3x lower median
-    assert all(run["lost"] == 0 and run["duplicate_keys"] == 0 and run["kept_up"] for run in runs)
+    assert all(run["lost"] == 0 and run["duplicate_keys"] == 0 for run in runs)
     # "At this rate the row limit is never reached": a task's rows within one dwell stay under max_rows.
     for run in runs:
         scenario = run["scenario"]
@@ -103,12 +103,14 @@ def test_sink_page_the_dwell_sets_the_latency_and_nothing_is_lost():
 
 
 def test_sink_page_fifty_thousand_rows_a_second_keep_low_latency_and_a_hundred_thousand_fall_seconds_behind():
+    from rtm_lab.benchmarks import sink
+
     runs = {run["name"]: run for run in json.loads((RESULTS / "sink.json").read_text())["runs"]}
     fifty = runs["jvm direct 50000/s"]
-    assert fifty["generator_reached_rate"] and fifty["kept_up"] and fifty["e2e_p95_ms"] <= 500, fifty
+    assert fifty["generator_reached_rate"] and sink._held(fifty) == "held" and fifty["e2e_p95_ms"] <= 500, fifty
     (stretch,) = json.loads((RESULTS / "sink-stretch.json").read_text())["runs"]
     assert stretch["asked_rate"] == 100000 and stretch["generator_reached_rate"], stretch
-    assert stretch["e2e_p50_ms"] >= 1000, stretch
+    assert stretch["e2e_p50_ms"] >= 1000 and sink._held(stretch) == "not held", stretch
     for run in [*runs.values(), stretch]:
         assert run["lost"] == 0 and run["duplicate_keys"] == 0 and run["reconciles"], run["name"]
 
@@ -315,12 +317,18 @@ def test_rtm_or_flink_page_at_10000_events_a_second_the_picture_splits():
     assert (spark_default < flink_default) != tuned_order
 
 
-def test_monitoring_page_the_monitor_moves_the_p99_by_1_ms_at_most_and_promql_agrees():
+def test_monitoring_page_three_runs_cannot_resolve_the_1_ms_goal_and_promql_agrees():
+    """The page's reading of the monitor-cost runs: the p99 without the monitor varied by more than 1 ms between runs
+    (so a 1 ms cost is not resolved), the p99.9 and the max medians were higher with the monitor, PromQL agrees."""
     from rtm_lab.benchmarks import monitor_cost
 
     result = json.loads((RESULTS / "monitor-cost.json").read_text())
     assert result["rate"] == 2000 and result["repeat"] >= 3
-    assert monitor_cost.p99_delta(result) <= 1.0
+    assert monitor_cost.GOAL_MS == 1.0 and not monitor_cost.resolves_goal(result)
+    without = result["figures"]["without"]["p99_ms"]
+    assert without["max"] - without["min"] > 10 * monitor_cost.GOAL_MS, without
+    fig = result["figures"]
+    assert all(fig["with"][f]["median"] > fig["without"][f]["median"] for f in ("p99.9_ms", "max_ms"))
     runs = result["runs"]["with"]
     assert len(runs) >= 3
     assert all(r["monitor"][q]["same_bucket"] for r in runs for q in ("p50", "p99"))
@@ -345,30 +353,36 @@ def test_rtm_or_flink_page_after_a_kill_nothing_is_lost_and_flink_resumes_sooner
     assert max(resume("flink")) < min(resume("spark"))
 
 
-def test_rtm_or_flink_page_the_highest_rate_each_keeps_up_with():
-    from rtm_lab.benchmarks import engine_capacity
+def test_rtm_or_flink_page_the_highest_rate_each_holds():
+    """The capacity bullets, from the steps' own figures by the held-rate rule (p99 under the bound, nothing lost)."""
+    from rtm_lab.benchmarks import engine_capacity, held_rate
 
     steps = json.loads((RESULTS / "engines.json").read_text())["capacity"]
 
-    def ladder(engine: str, pipeline: str) -> dict[int, str]:
-        return {r["rate"]: r["verdict"] for r in steps.values() if (r["engine"], r["pipeline"]) == (engine, pipeline)}
+    def ladder(engine: str, pipeline: str) -> list[dict]:
+        return [r for r in steps.values() if (r["engine"], r["pipeline"]) == (engine, pipeline)]
+
+    def verdicts(engine: str, pipeline: str) -> dict[int, str]:
+        return {r["rate"]: engine_capacity.verdict(r) for r in ladder(engine, pipeline)}
 
     assert engine_capacity.STEPS == (5000, 10000, 20000, 40000, 80000)
-    # Transform: both keep up to 40,000; at 80,000 RTM keeps up and the generator falls short beside Flink.
+    assert held_rate.BOUND_MS == 2000  # the page's "under 2 s"
+    # Transform: both hold every step up to 20,000 and neither holds 40,000; the generator falls short beside Flink.
     for engine in ("spark", "flink"):
-        assert all(ladder(engine, "transform")[rate] == "kept up" for rate in (5000, 10000, 20000, 40000)), engine
-    assert ladder("spark", "transform")[80000] == "kept up"
-    assert ladder("flink", "transform")[80000] == "generator short"
-    # Count: Flink keeps up at 40,000 where RTM falls behind; RTM's highest is 20,000, just inside the bound.
-    assert ladder("flink", "count")[40000] == "kept up" and ladder("spark", "count")[40000] == "fell behind"
-    spark_count = [r for r in steps.values() if (r["engine"], r["pipeline"]) == ("spark", "count")]
-    assert engine_capacity.highest_kept(spark_count) == 20000
-    (edge,) = [r for r in spark_count if r["rate"] == 20000]
-    assert 0.9 * engine_capacity.BOUNDED_LAG_MS < edge["tail_p98_ms"] <= engine_capacity.BOUNDED_LAG_MS
-    flink_count = [r for r in steps.values() if (r["engine"], r["pipeline"]) == ("flink", "count")]
-    assert engine_capacity.highest_kept(flink_count) == 2 * engine_capacity.highest_kept(spark_count)
-    # From 40,000 on, every step's p99 over the whole step is above a second.
-    assert all(r["p99_ms"] > 1000 for r in steps.values() if r["rate"] >= 40000)
+        assert all(verdicts(engine, "transform")[rate] == "held" for rate in (5000, 10000, 20000)), engine
+        assert verdicts(engine, "transform")[40000] == "not held", engine
+        assert engine_capacity.highest_held(ladder(engine, "transform")) == 20000, engine
+    assert verdicts("flink", "transform")[80000] == "generator short"
+    # Count: Flink holds 10,000, twice RTM's highest; RTM's p99 at 10,000 is above 3 s.
+    spark_count, flink_count = ladder("spark", "count"), ladder("flink", "count")
+    assert engine_capacity.highest_held(flink_count) == 10000
+    assert engine_capacity.highest_held(flink_count) == 2 * engine_capacity.highest_held(spark_count)
+    assert next(r for r in spark_count if r["rate"] == 10000)["p99_ms"] > 3000
+    # Close to the bound: Flink's transform at 20,000 held at 1.8 s; RTM's p99 there a quarter of a second.
+    (flink_edge,) = [r for r in ladder("flink", "transform") if r["rate"] == 20000]
+    (spark_edge,) = [r for r in ladder("spark", "transform") if r["rate"] == 20000]
+    assert round(flink_edge["p99_ms"] / 1000, 1) == 1.8 and flink_edge["p99_ms"] < held_rate.BOUND_MS
+    assert 200 <= spark_edge["p99_ms"] <= 300
 
 
 def test_sink_page_every_retry_run_ended_one_of_two_ways_and_lost_nothing():

@@ -2,8 +2,14 @@
 errors, support matrix) matches what its generator renders from the committed results now: a hand edit or a stale
 table fails."""
 
+import datetime as dt
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 
 
 def test_every_generated_table_is_current():
@@ -56,3 +62,78 @@ def test_a_setting_the_results_file_lacks_shows_as_not_recorded_never_as_todays_
     tuning = json.loads((results / "kafka-tuning.json").read_text())
     del tuning["recovered"]
     assert 'realTime="not recorded"' in kafka_tuning.markdown(tuning)
+
+
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+SPAN = re.compile(rf"(?P<count>\d+) runs?, first start (?P<start>{STAMP}|not recorded), last end (?P<end>{STAMP})")
+
+
+def _stamp(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def test_every_generated_footer_gives_the_run_count_and_the_first_start_and_last_end():
+    """A footer that says where a table was measured (a machine's cores) also says how many runs it holds and when the
+    first began and the last ended: one run's time printed as the whole set's (the engine tables' "74 s in all" for
+    8 runs over ten minutes) cannot come back."""
+    footers = 0
+    for path in sorted(RESULTS.glob("*.md")):
+        text = path.read_text()
+        if not re.search(r"\b\d+ cores\b", text):
+            continue
+        footers += 1
+        spans = SPAN.findall(text)
+        assert spans, f"{path.name}: its footer names a machine but gives no run count, first start and last end"
+        for count, start, end in spans:
+            assert int(count) >= 1, path.name
+            if start != "not recorded":
+                assert _stamp(start) <= _stamp(end), path.name
+    assert footers >= 15  # every benchmark's table: the glob found them
+
+
+def test_a_table_of_many_runs_spans_all_of_them():
+    """The engine tables' footers: the count is every run in the section, the first start the earliest run's end less
+    its elapsed time, the last end the latest run's end (each run carries its own record)."""
+    from rtm_lab.benchmarks import engines_report
+
+    result = json.loads((RESULTS / "engines.json").read_text())
+    for section, render in (
+        ("runs", engines_report.markdown),
+        ("recovery", engines_report.recovery_markdown),
+        ("capacity", engines_report.capacity_markdown),
+    ):
+        runs = list(result[section].values())
+        starts = [_stamp(r["timestamp"]) - dt.timedelta(seconds=r["elapsed_s"]) for r in runs]
+        match = SPAN.search(render(result))
+        assert match, section
+        assert int(match["count"]) == len(runs), section
+        assert _stamp(match["start"]).replace(microsecond=0) == min(starts).replace(microsecond=0), section
+        assert _stamp(match["end"]) == max(_stamp(r["timestamp"]) for r in runs), section
+        assert _stamp(match["end"]) - _stamp(match["start"]) > dt.timedelta(seconds=max(r["elapsed_s"] for r in runs))
+
+
+def test_a_span_without_a_recorded_start_says_so():
+    from rtm_lab.machine import run_span
+
+    began = {"started": "2026-01-01T10:00:00Z", "timestamp": "2026-01-01T10:05:00Z"}
+    timed = {"timestamp": "2026-01-01T11:00:00Z", "elapsed_s": 60}
+    bare = {"timestamp": "2026-01-01T12:00:00Z"}
+    assert run_span(2, [began, timed]) == "2 runs, first start 2026-01-01T10:00:00Z, last end 2026-01-01T11:00:00Z"
+    assert run_span(1, [timed]) == "1 run, first start 2026-01-01T10:59:00Z, last end 2026-01-01T11:00:00Z"
+    assert run_span(3, [began, bare]) == "3 runs, first start not recorded, last end 2026-01-01T12:00:00Z"
+
+
+def test_a_table_that_judges_rates_says_held_with_its_bound_and_window():
+    """One term for a rate a run kept up with: "held" (docs/glossary.md#held-rate), computed from the results file by
+    rtm_lab.benchmarks.held_rate; a table that shows it links the definition and states the bound and the window."""
+    from rtm_lab.benchmarks.held_rate import BOUND_MS, GLOSSARY_LINK
+
+    judged = 0
+    for path in sorted(RESULTS.glob("*.md")):
+        text = path.read_text()
+        assert "kept up" not in text.lower() and "keeps up" not in text.lower(), path.name
+        if not re.search(r"\| (held|not held) \|", text):
+            continue
+        judged += 1
+        assert f"[Held]({GLOSSARY_LINK}): the end-to-end p99 stayed under {BOUND_MS:,} ms over " in text
+    assert judged >= 5  # the four sink tables and the engines' capacity steps

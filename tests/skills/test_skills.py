@@ -114,6 +114,9 @@ def sandbox(tmp_path) -> Path:
     (tmp_path / "docs" / "get-started.md").write_text("---\ntitle: Get started\ndescription: Start here.\n---\n")
     (tmp_path / "docs" / "reference" / "slot-sizing.md").write_text(PAGE)
     (tmp_path / "docs" / "reference" / "errors.md").write_text(ERRORS_PAGE)
+    # The test the page's "Verified by" names: validate checks that a file named in backticks exists.
+    (tmp_path / "tests" / "reference").mkdir(parents=True)
+    (tmp_path / "tests" / "reference" / "test_slot_sizing.py").write_text("")
     result = skills(tmp_path, "generate")
     assert result.returncode == 0, result.stderr
     return tmp_path
@@ -385,6 +388,38 @@ def test_a_link_to_a_missing_file_is_caught(sandbox):
     assert_fails_with_fix(sandbox, "link target 'no-such-file.md' is not a file inside the skill")
 
 
+def test_a_link_wrapped_over_two_lines_is_followed_and_checked(sandbox):
+    """A link whose text wraps onto the next line is one link: the renderer points it at the file holding the
+    heading, and validate checks its anchor (a line-by-line reader missed both)."""
+    page = sandbox / "docs" / "reference" / "errors.md"
+    page.write_text(page.read_text() + "\nSee [the rule for\nslots](slot-sizing.md#the-rule) first.\n")
+    assert skills(sandbox, "generate").returncode == 0
+    path = sandbox / "skills" / SKILL / "references" / "errors.md"
+    text = path.read_text()
+    assert "[the rule for\nslots](slot-sizing.md#the-rule)" in text
+    assert skills(sandbox, "validate").returncode == 0
+    path.write_text(text.replace("[the rule for\nslots](slot-sizing.md#the-rule)", "[the rule for\nslots](#the-rule)"))
+    stderr = assert_fails_with_fix(sandbox, "anchor #the-rule of '#the-rule' matches no heading")
+    assert "references/errors.md:" in stderr
+
+
+def test_a_file_path_named_in_backticks_must_exist(sandbox):
+    """`references/...`, `assets/...`, `tests/...`: a path in backticks names a file of the skill or of the
+    repository; a test or page renamed without its mentions fails validate. Other trees' paths are not ours."""
+    page = sandbox / "docs" / "reference" / "errors.md"
+    page.write_text(
+        page.read_text()
+        + "\nThe sizing is in `references/slot-sizing.md`, proven by `tests/reference/test_slot_sizing.py::test_x`;"
+        + " Spark's is `sbin/start-master.sh` and its guide `docs/streaming/real-time-mode.md`.\n"
+    )
+    assert skills(sandbox, "generate").returncode == 0
+    assert skills(sandbox, "validate").returncode == 0
+    (sandbox / "tests" / "reference" / "test_slot_sizing.py").unlink()
+    assert_fails_with_fix(
+        sandbox, "`tests/reference/test_slot_sizing.py` names no file of the skill or of the repository"
+    )
+
+
 def test_word_budget_is_enforced_per_file(sandbox):
     page = sandbox / "docs" / "reference" / "errors.md"
     page.write_text(page.read_text() + "\n" + "word " * 2500 + "\n")
@@ -597,6 +632,34 @@ def test_stateful_latency_row_takes_its_figures_from_the_results_file():
     assert f"At {wait} ms" in answer, answer
     p50, p99 = figures["p50_ms"]["median"], figures["p99_ms"]["median"]
     assert f"p50 {shown(p50)} ms, p99 {shown(p99)} ms (medians of {result['repeat']} runs)" in answer, answer
+    # The condition the figures hold under: the run's fetch wait and producer linger, at a moderate rate.
+    s = result["settings"]
+    assert answer.startswith("**Yes**, at a moderate rate:"), answer
+    assert f"(fetch wait {s['kafka_fetch_max_wait_ms']} ms, linger {s['producer_linger_ms']} ms)" in answer, answer
+
+
+def test_stateful_latency_row_says_the_shorter_wait_made_deduplication_worse_near_saturation():
+    """The engine comparison at 10,000 events/s (its saturated rate): Spark RTM's deduplication with the 5 ms shuffle
+    wait (tuned) had a higher median p50 and p99 than at the 50 ms default, the row's "made deduplication worse"."""
+    import statistics
+
+    engines = json.loads((PROJECT_ROOT / "docs" / "results" / "engines.json").read_text())
+    answer = {row[0]: row for row in can_i_rows()}["cut a stateful query's latency?"][1]
+    assert "Near saturation it made deduplication worse ([engines](references/rtm-or-flink-measured.md))" in answer
+
+    def median(profile: str, figure: str) -> float:
+        runs = [
+            r[figure]
+            for r in engines["runs"].values()
+            if (r["engine"], r["pipeline"], r["rate"], r["profile"]) == ("spark", "dedup", 10000, profile)
+        ]
+        assert runs, profile
+        return statistics.median(runs)
+
+    tuned = engines["settings"]["profiles"]["tuned"]["spark"]
+    assert tuned == {"spark.shuffle.streaming.networkBufferMaxWaitTimeMs": "5"}, tuned
+    for figure in ("p50_ms", "p99_ms"):
+        assert median("tuned", figure) > median("default", figure), figure
 
 
 def test_a_figure_directive_with_no_single_value_fails_the_render():
@@ -634,3 +697,36 @@ def test_skill_names_every_machine_its_results_were_measured_on(tmp_path):
     assert machines_answer(tmp_path) == "two 2-core machines (AMD EPYC; Intel Xeon for sink-5s)"
     skill = (Path(__file__).resolve().parents[2] / "skills" / "spark-real-time-mode" / "SKILL.md").read_text()
     assert machines_answer() in skill
+
+
+def test_a_machine_recorded_per_run_is_named_too(tmp_path):
+    """A results file that keeps its machine in each run's record (the engine comparison does) counts like one that
+    keeps it at the top."""
+    from rtm_lab.skillgen.answers import machines_answer
+
+    (tmp_path / "latency.json").write_text(json.dumps({"machine": {"cores": 2, "cpu_model": "AMD EPYC"}}))
+    (tmp_path / "sink.json").write_text(json.dumps({"machine": {"cores": 2, "cpu_model": "AMD EPYC"}}))
+    per_run = {"runs": {"spark/1": {"machine": {"cores": 2, "cpu_model": "Intel Xeon"}}}, "capacity": {}}
+    (tmp_path / "engines.json").write_text(json.dumps(per_run))
+    assert machines_answer(tmp_path) == "two 2-core machines (AMD EPYC; Intel Xeon for engines)"
+
+
+def test_every_results_file_with_a_machine_record_is_named_in_the_skill():
+    """Each results file is accounted for in SKILL.md's machine list: its machine is named, and a file measured on a
+    machine other than the one most results come from is named beside that machine."""
+    from rtm_lab.skillgen.answers import RESULTS, machines_answer, recorded_machines
+
+    answer = machines_answer()
+    by_file = {p.stem: recorded_machines(json.loads(p.read_text())) for p in sorted(RESULTS.glob("*.json"))}
+    by_file = {name: machines for name, machines in by_file.items() if machines}
+    assert "engines" in by_file  # its machine records sit in each run's record, none at the top
+    counts: dict[tuple, int] = {}
+    for machines in by_file.values():
+        for machine in machines:
+            counts[machine] = counts.get(machine, 0) + 1
+    main = max(counts, key=lambda m: counts[m])
+    for name, machines in by_file.items():
+        for cores, cpu in machines:
+            assert cpu in answer, name
+            if (cores, cpu) != main:
+                assert re.search(rf"{re.escape(cpu)}[^;)]* for [^;)]*\b{re.escape(name)}\b", answer), (name, answer)

@@ -162,7 +162,9 @@ def markdown(result: dict) -> str:
             "",
             markdown_table(SEEN_HEADER, seen),
             *record_lines(
-                result, f"`{s['spark_master']}`, {s['partitions']} partitions per topic, producer `linger.ms=0`"
+                result,
+                f"`{s['spark_master']}`, {s['partitions']} partitions per topic, producer `linger.ms=0`",
+                runs=sum(len(row["runs"]) for row in result["rows"]),
             ),
             "",
         ]

@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 
 from rtm_lab import versions
+from rtm_lab.benchmarks import held_rate
 from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import generated_note
 
@@ -116,15 +117,21 @@ def _cell(value, unit: str = "") -> str:
     return "-" if value is None else f"{_num(value)}{unit}"
 
 
-def _runs_record(runs: dict) -> list[str]:
-    """The load range over all the runs, then the latest run's full record."""
+def _runs_record(runs: dict, setting: str | None = None, flink: dict | None = None) -> list[str]:
+    """The footer of a table made of many runs, each with its own record: the load range over them, the latest one's
+    machine and versions, every command, and the run count with the first start and last end over all of them."""
     loads = [r["load_average"]["start"][0] for r in runs.values()]
     latest = max(runs.values(), key=lambda r: r["timestamp"])
+    commands = sorted({r["command"] for r in runs.values()})
+    *record, span = record_lines(latest, setting, runs=len(runs), records=list(runs.values()))
     return [
-        f"- Runs: {len(runs)}, each with its own record in the JSON; 1-minute load average at their starts "
-        f"{min(loads):.2f}-{max(loads):.2f}",
-        f"- Flink {versions.FLINK_VERSION} with `flink-sql-connector-kafka` {versions.FLINK_KAFKA_CONNECTOR_VERSION}",
-        *(line for line in record_lines(latest) if not line.startswith("- Load average")),
+        f"- 1-minute load average at the runs' starts {min(loads):.2f}-{max(loads):.2f}; each run has its own record "
+        "in the JSON",
+        f"- Flink {(flink or {}).get('version', versions.FLINK_VERSION)} with `flink-sql-connector-kafka` "
+        f"{(flink or {}).get('kafka_connector', versions.FLINK_KAFKA_CONNECTOR_VERSION)}",
+        *(line for line in record if not line.startswith(("- Load average", "- Command:"))),
+        f"- {'Commands' if len(commands) > 1 else 'Command'}: {', '.join(f'`{c}`' for c in commands)}",
+        span,
     ]
 
 
@@ -163,7 +170,7 @@ def recovery_markdown(result: dict) -> str:
 
 
 def capacity_markdown(result: dict) -> str:
-    """The rate steps (`bench.py engines --capacity`): each engine's verdict at each rate, and the highest kept."""
+    """The rate steps (`bench.py engines --capacity`): whether each engine held each rate, and the highest it held."""
     from rtm_lab.benchmarks import engine_capacity
 
     steps = result.get("capacity", {})
@@ -171,8 +178,8 @@ def capacity_markdown(result: dict) -> str:
     if not steps:
         return "\n".join([*lines, "No capacity run yet: `python scripts/bench.py engines --capacity`.", ""])
     lines += [
-        "| Pipeline | Engine | Events/s | Generator reached | Last 10 s p98 ms | p99 ms | CPU s / M ev. | Verdict |",
-        "|---|---|--:|--:|--:|--:|--:|---|",
+        "| Pipeline | Engine | Events/s | Generator reached | p99 ms | Lost | Last 10 s p98 ms | CPU s / M ev. | Held |",
+        "|---|---|--:|--:|--:|--:|--:|--:|---|",
     ]
     for key in [
         k for p in engine_capacity.PIPELINES for e in ("spark", "flink") for k in engine_capacity.step_keys(e, p)
@@ -183,31 +190,40 @@ def capacity_markdown(result: dict) -> str:
         p98 = r.get("tail_p98_ms")
         lines.append(
             f"| {r['pipeline']} | {ENGINE_LABELS[r['engine']]} | {r['rate']:,.0f} | {r['achieved_rate']:,.0f} | "
-            f"{'unanswered' if p98 == float('inf') else _cell(p98)} | {_cell(r.get('p99_ms'))} | "
-            f"{_cell(r.get('cpu_s_per_m_events'))} | {r['verdict']} |"
+            f"{_cell(r.get('p99_ms'))} | {r.get('missing', '-')} | "
+            f"{'unanswered' if p98 == float('inf') else _cell(p98)} | {_cell(r.get('cpu_s_per_m_events'))} | "
+            f"{engine_capacity.verdict(r)} |"
         )
-    highest = []
+    highest, past = [], False
     for pipeline in engine_capacity.PIPELINES:
         for engine in ("spark", "flink"):
             mine = [steps[k] for k in engine_capacity.step_keys(engine, pipeline) if k in steps]
-            if mine:
-                top = engine_capacity.highest_kept(mine)
-                last = mine[-1]
-                if last["verdict"] != "kept up":
-                    tail = f" ({last['verdict']} at {last['rate']:,.0f})"
-                else:
-                    tail = " or more (the highest step)" if last["rate"] == engine_capacity.STEPS[-1] else ""
-                highest.append(f"{pipeline}, {ENGINE_LABELS[engine]}: {'-' if top is None else f'{top:,.0f}'}{tail}")
-    lines += ["", "Highest rate kept up with: " + "; ".join(highest) + "."]
+            if not mine:
+                continue
+            verdicts = [engine_capacity.verdict(s) for s in mine]
+            top = engine_capacity.highest_held(mine)
+            above = [(s, v) for s, v in zip(mine, verdicts, strict=True) if top is None or s["rate"] > top]
+            if above:
+                tail = f" ({above[0][1]} at {above[0][0]['rate']:,.0f})"
+            else:
+                tail = " or more (the highest step)" if mine[-1]["rate"] == engine_capacity.STEPS[-1] else ""
+            # A step measured after the first one not held: an earlier stopping rule let it run.
+            first_not_held = next((i for i, v in enumerate(verdicts) if v != held_rate.HELD), len(mine))
+            past |= first_not_held < len(mine) - 1
+            highest.append(f"{pipeline}, {ENGINE_LABELS[engine]}: {'-' if top is None else f'{top:,.0f}'}{tail}")
+    lines += ["", "Highest rate held: " + "; ".join(highest) + "."]
+    caption = held_rate.caption(engine_capacity.WINDOW, [engine_capacity.verdict(s) for s in steps.values()])
     lines += [
         "",
-        f"Kept up: the generator reached 98 % of the rate and 98 % of the last 10 s's events were answered within "
-        f"{engine_capacity.BOUNDED_LAG_MS:,} ms. Stepping stops at the first rate that is not kept up. "
-        f"{engine_capacity.STEP_WARMUP_S:.0f} s warm-up then {engine_capacity.STEP_SECONDS:.0f} s per step, tuned "
-        "settings.",
-        "",
-        *_runs_record(steps),
+        caption + " Last 10 s p98: the step's last 10 s alone, an unanswered event counting as late. Tuned settings.",
     ]
+    if past:
+        lines += [
+            "",
+            "Stepping stops at the first rate not held. These steps ran under an earlier stopping rule (98 % of the "
+            "last 10 s's events answered within 2 s), so some rates above the first one not held were measured too.",
+        ]
+    lines += ["", *_runs_record(steps)]
     return "\n".join(lines) + "\n"
 
 
@@ -215,8 +231,6 @@ def run_lines(result: dict) -> list[str]:
     s = result.get("settings", {})
     if not result["runs"]:
         return []
-    latest = max(result["runs"].values(), key=lambda r: r["timestamp"])
-    loads = [r["load_average"]["start"][0] for r in result["runs"].values()]
     spark, flink = s.get("spark", {}), s.get("flink", {})
     setting = (
         f"{s.get('warmup_s', 0):.0f} s warm-up then {s.get('seconds', 0):.0f} s per run, {s.get('partitions')} "
@@ -226,17 +240,7 @@ def run_lines(result: dict) -> list[str]:
         + ", ".join(f"`{k}={v}`" for conf in s.get("profiles", {}).get("tuned", {}).values() for k, v in conf.items())
         + "; default = neither set"
     )
-    commands = sorted({r["command"] for r in result["runs"].values()})
-    lines = [
-        f"- Runs: {len(result['runs'])}, each with its own record in the JSON; 1-minute load average at their starts "
-        f"{min(loads):.2f}-{max(loads):.2f}",
-        f"- Flink {flink.get('version')} with `flink-sql-connector-kafka` {flink.get('kafka_connector')}",
-    ]
-    record = record_lines(latest, setting)
-    # The latest run's record, with every command that made a run of the table.
-    record = [line for line in record if not line.startswith(("- Command:", "- Run at"))]
-    record += [f"- Commands: {', '.join(f'`{c}`' for c in commands)}", f"- Latest run at {latest['timestamp']}"]
-    return [*lines, *record]
+    return _runs_record(result["runs"], setting, flink)
 
 
 def plot_path(json_path: Path) -> Path:

@@ -256,7 +256,15 @@ def run_details(result: dict) -> list[str]:
         f"`kafka.fetch.max.wait.ms={cfg['kafka_fetch_max_wait_ms']}`, producer `linger.ms={cfg['producer_linger_ms']}`"
         + "".join(f", `{k}={v}`" for k, v in cfg.get("session_conf", {}).items())
     )
-    return [*record_lines(result, settings), ""]
+    return [*record_lines(result, settings, runs=run_count(result)), ""]
+
+
+def run_count(result: dict) -> int:
+    """How many runs the table's figures come from: the sweep's and the settings run's rows list their runs; a latency
+    run's modes each ran once, or once per entry of their `repeats`."""
+    if "rows" in result:
+        return sum(len(row["runs"]) for row in result["rows"])
+    return sum(len(mode.get("repeats") or [mode]) for run in result["runs"] for mode in run["modes"].values())
 
 
 def plot(result: dict, path: Path) -> None:

@@ -137,7 +137,7 @@ def markdown(result: dict) -> str:
             "per task); the writer raises once, on one key. A query that failed was started again from its "
             "checkpoint, once. The outcome is read from the driver's log of commit permissions. All runs share one "
             "Spark driver.",
-            *record_lines(result),
+            *record_lines(result, runs=sum(len(s["runs"]) for s in result["settings"])),
             "",
         ]
     )

@@ -1,13 +1,12 @@
 """What every benchmark records beside its figures, and the lab it runs on.
 
 A results file must say where and under what load its numbers were measured: the machine, the pinned versions, the
-load average at the start and at the end, the command, when, and how long it took. `on_the_lab` is the frame of a
+load average at the start and at the end, the command, when it started and ended, and how long it took. `on_the_lab` is the frame of a
 run: `Run` keeps those from the moment a benchmark begins, the lab's services are started for the run and only those it
 started are stopped; `record_lines` writes them under the results table.
 """
 
 import contextlib
-import datetime as dt
 import time
 from collections.abc import Iterator
 
@@ -28,6 +27,7 @@ class Run:
         self.load_start = load_average.snapshot()
         load_average.warn_if_busy(self.load_start)
         self.began = time.monotonic()
+        self.started = machine.utc_now()
 
     def record(self) -> dict:
         """The fields every results file carries, taken when the benchmark's runs are over."""
@@ -36,7 +36,8 @@ class Run:
             "machine": machine.describe(),
             "load_average": {"start": self.load_start, "end": load_average.snapshot()},
             "command": self.command,
-            "timestamp": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "started": self.started,
+            "timestamp": machine.utc_now(),
             "elapsed_s": round(time.monotonic() - self.began, 1),
         }
 
@@ -55,9 +56,12 @@ def on_the_lab(command: str, with_services: frozenset[str] | set[str] = frozense
             lab.down(only=started, log=_say)
 
 
-def record_lines(result: dict, settings: str | None = None) -> list[str]:
+def record_lines(
+    result: dict, settings: str | None = None, *, runs: int, records: list[dict] | None = None
+) -> list[str]:
     """The lines under every results table that say where and how its numbers were measured: machine, load average,
-    versions, the benchmark's own `settings` line, the command, when and how long."""
+    versions, the benchmark's own `settings` line, the command, and how many `runs` the table holds with the first
+    start and last end over `records` (the run records, default the file's own one record)."""
     m, load = result["machine"], result.get("load_average")
     lines = [f"- Machine: {m['cores']} cores, {m['memory_gib']} GiB, {m['cpu_model']}, {m['os']}"]
     if load:  # results from before the load average was recorded have none
@@ -70,6 +74,6 @@ def record_lines(result: dict, settings: str | None = None) -> list[str]:
         lines.append(f"- Settings: {settings}")
     lines += [
         f"- Command: `{result['command']}`",
-        f"- Run at {result['timestamp']} ({result['elapsed_s']:.0f} s in all)",
+        f"- {machine.run_span(runs, records or [result])}",
     ]
     return lines

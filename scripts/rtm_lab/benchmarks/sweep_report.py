@@ -9,6 +9,7 @@ from rtm_lab.benchmarks import latency_report
 from rtm_lab.benchmarks.boundaries import MOMENTS, WINDOW_AFTER_MS, WINDOW_BEFORE_MS
 from rtm_lab.benchmarks.latency_report import COLORS, MODE_LABELS, PIPELINE_LABELS
 from rtm_lab.generated import generated_note, markdown_table
+from rtm_lab.machine import run_span
 from snippets.quickstart.kafka_to_kafka import BATCH_DURATION
 
 # Two tables that fit a page: the latency of every row, then what the real-time rows' batch boundaries cost. Rows
@@ -306,7 +307,7 @@ def headline(result: dict) -> str:
         )
     return (
         f"{text}. Spark {spark} on {m['cores']} cores ({m['cpu_model']}, {m['memory_gib']} GiB, {m['os']}), "
-        f"median of {result['repeat']} runs per mode, measured {result['timestamp'][:10]}."
+        f"median of {result['repeat']} runs per mode; {run_span(latency_report.run_count(result), [result])}."
     )
 
 
@@ -390,8 +391,8 @@ def stall_sentence(sweep: dict, settings: dict) -> str:
     return (
         f"{generated_note('python scripts/tables.py stall-5s')}\n\n"
         f'At `realTime="5 seconds"` a batch boundary stalls the stream for **{_ms(stall["median"])} ms**: the median '
-        f"stall of {runs} runs ({_ms(stall['min'])}–{_ms(stall['max'])} ms), batch duration sweep run at "
-        f"{sweep['timestamp']} ({sweep['machine']['cores']} cores, {sweep['machine']['cpu_model']}). The settings "
-        f"run at {settings['timestamp']} measured {_ms(defaults['median'])} ms for its defaults row: another run, for "
-        "comparing settings within it.\n"
+        f"of {runs} runs ({_ms(stall['min'])}–{_ms(stall['max'])} ms) in the batch duration sweep "
+        f"({run_span(latency_report.run_count(sweep), [sweep])}; {sweep['machine']['cores']} cores, "
+        f"{sweep['machine']['cpu_model']}). The settings run ({run_span(latency_report.run_count(settings), [settings])}) "
+        f"measured {_ms(defaults['median'])} ms at its defaults, a figure for comparing settings within that run.\n"
     )

@@ -51,6 +51,7 @@ SIX: tuple[dict[str, Any], ...] = tuple(
     {"id": i % 3, "k": f"k{i % 3 % 2}"} for i in range(6)
 )  # ids 0, 1, 2, each twice
 SIX_SORTED = sorted(SIX, key=json.dumps)
+JOIN_ROWS: tuple[dict[str, Any], ...] = ({"id": 0, "k": "k0"}, {"id": 1, "k": "k1"})  # to each side of the join
 
 
 @dataclass(frozen=True)
@@ -249,10 +250,10 @@ CASES: list[OffCase] = [
         _kafka_values,
         [{"id": 0, "k": "k0"}, {"id": 1, "k": "k1"}],
         Answer(RUNS_CORRECTLY),
-        rows=({"id": 0, "k": "k0"}, {"id": 1, "k": "k1"}),
+        rows=JOIN_ROWS,
         partitions=1,
         # One partition per topic, so the join fits the tests' 4 slots: 1 + 1 source partitions + 2 shuffle partitions.
-        note="topics of 1 partition, 2 shuffle partitions: 4 slots; each row fed to both sides",
+        note=f"topics of 1 partition, 2 shuffle partitions: 4 slots; {len(JOIN_ROWS)} rows fed to each side",
     ),
     OffCase(
         "stream-static join without broadcast (SortExec)",

@@ -12,13 +12,13 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from rtm_lab.generated import generated_note, markdown_table
 from rtm_lab.generated import setting as recorded_setting
+from rtm_lab.machine import run_span
 from rtm_lab.probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from rtm_lab.waiting import wait_until
 from snippets.reference.kafka_tuning import BATCH_DURATION, low_latency_kafka_source
@@ -95,7 +95,7 @@ def markdown(report: dict) -> str:
     lines = [generated_note("python scripts/tables.py kafka-tuning"), "", markdown_table(header, rows).rstrip("\n")]
     lines += [
         "",
-        f"Measured {report['timestamp']} with `{report['command']}` on {machine['cores']} cores, "
+        f"Measured in {run_span(len(report['results']), [report])} with `{report['command']}` on {machine['cores']} cores, "
         f"{machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}; Spark {report['versions']['spark']}, "
         f'Kafka broker {report["versions"]["kafka_broker"]}, `local[{report["slots"]}]`, `realTime="{recorded_setting(report, "real_time_interval")}"`, '
         f"{report['rate']} rows/s, 1-partition topics with LogAppendTime; 1-minute load average at start "
@@ -129,11 +129,13 @@ def main(argv: list[str] | None = None) -> int:
 
     # Latency on a busy machine says more about the machine than the setting: record how busy it was.
     load_at_start = round(os.getloadavg()[0], 2)
+    began = machine.utc_now()
     spark = spark_session("kafka-tuning", slots=args.slots)
     results = run(spark, args.bootstrap, args.rows, args.rate, log=lambda m: print(m, file=sys.stderr, flush=True))
     spark.stop()
     report = {
-        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "started": began,
+        "timestamp": machine.utc_now(),
         "command": f"python -m rtm_lab.probes.kafka_tuning --rows {args.rows} --rate {args.rate:g} --slots {args.slots}",
         "machine": {**machine.describe(), "load_average_1m_at_start": load_at_start},
         "versions": machine.pinned_versions(),

@@ -16,6 +16,7 @@ KAFKA_BOOTSTRAP_SERVERS); it is not meant to be run by hand. Four groups of case
 """
 
 import argparse
+import datetime as dt
 import inspect
 import json
 import os
@@ -30,6 +31,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from rtm_lab.intervals import TEST_INTERVAL
+from rtm_lab.machine import run_span
 from rtm_lab.probes import mistakes, support_matrix
 from rtm_lab.probes.harness import AT_CALL, AT_RUN_TIME, AT_START, RUNS, Outcome, Probe, probe
 from rtm_lab.versions import SPARK_VERSION
@@ -316,6 +318,13 @@ def _against_the_support_matrix_page(pinned: dict[str, dict]) -> str:
     return f"On {SPARK_VERSION} these rows differ from the support-matrix page: {', '.join(differ)}.\n"
 
 
+def _as_record(report: dict) -> dict:
+    """The matrix's report as a run record: its `timestamp` is when it began, and it ended `elapsed_s` later."""
+    began = dt.datetime.fromisoformat(report["timestamp"].replace("Z", "+00:00"))
+    ended = began + dt.timedelta(seconds=report["elapsed_s"])
+    return {"started": report["timestamp"], "timestamp": ended.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
 def markdown(report: dict) -> str:
     from rtm_lab.generated import generated_note, markdown_table
 
@@ -340,7 +349,8 @@ def markdown(report: dict) -> str:
         for v, r in versions.items()
     )
     parts.append(
-        f"Run {report['timestamp']} with `{report['command']}` ({report['elapsed_s']} s) on {machine['cores']} "
+        f"Measured in {run_span(sum(len(r['cases']) for r in versions.values()), [_as_record(report)])} with "
+        f"`{report['command']}` on {machine['cores']} "
         f"cores, {machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}, Python {machine['python']}; "
         f"1-minute load average at start {machine['load_average_1m_at_start']}. {connectors}. Kafka broker and "
         'topics: the lab\'s. "runs" means rows fed after the start reached the sink; "(py4j)": run with the py4j '

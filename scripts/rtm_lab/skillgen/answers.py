@@ -36,9 +36,8 @@ def machines_answer(results: Path = RESULTS) -> str:
     that cannot say "one machine" when the files say two."""
     measured: dict[tuple, list[str]] = {}
     for path in sorted(results.glob("*.json")):
-        machine = json.loads(path.read_text()).get("machine")
-        if machine:
-            measured.setdefault((machine["cores"], machine["cpu_model"]), []).append(path.stem)
+        for machine in recorded_machines(json.loads(path.read_text())):
+            measured.setdefault(machine, []).append(path.stem)
     # The machine most results come from is named alone; each other one with the results it measured.
     ranked = sorted(measured.items(), key=lambda item: -len(item[1]))
     cores = {c for c, _ in measured}
@@ -50,6 +49,24 @@ def machines_answer(results: Path = RESULTS) -> str:
         f"{_machine(machine, size)} for {', '.join(names)}" for machine, names in ranked[1:]
     ]
     return f"{count} {size}machines ({'; '.join(named)})"
+
+
+def recorded_machines(record) -> list[tuple]:
+    """Every (cores, CPU model) a results file records, wherever its `machine` records sit: at the top, or per run
+    (the engine comparison keeps one per run, invocation, recovery run and capacity step)."""
+    found: list[tuple] = []
+    if isinstance(record, dict):
+        machine = record.get("machine")
+        if isinstance(machine, dict) and "cores" in machine and "cpu_model" in machine:
+            found.append((machine["cores"], machine["cpu_model"]))
+        children = list(record.values())
+    elif isinstance(record, list):
+        children = record
+    else:
+        return []
+    for child in children:
+        found += [m for m in recorded_machines(child) if m not in found]
+    return found
 
 
 def _machine(machine: tuple, size: str) -> str:

@@ -21,27 +21,58 @@ MAX_WORDS = {"SKILL.md": 2000, "references": 2500}
 NOT_RUN = re.compile("^\\s*" + re.escape(NOT_RUN_NOTE).replace(re.escape("{reason}"), ".+") + "\\s*$")
 
 
+# A file path in backticks (`references/setup.md`, `tests/x.py::test_y`): a folder, then a name with an extension.
+CODE_PATH = re.compile(r"`(?P<path>(?:\.\.?/)*[\w.-]+(?:/[\w.-]+)+\.[A-Za-z]\w*)(?:::[^`]*)?`")
+# The top-level folders of the skill and of the repository: a path under one of them names a file of ours.
+OWN_FOLDERS = ("references", "assets", "scripts", "docs", "tests", "snippets", ".", "..")
+# Files of Spark's repository the pages quote by path, which this repository does not have.
+SPARK_FILES = frozenset({"docs/streaming/real-time-mode.md"})
+
+
 def link_problems(path: Path, text: str, skill_dir: Path) -> list[str]:
+    """Every link (one wrapped over two lines included) must reach a file inside the skill, and its anchor a heading
+    there. The skill alone is enough to check this: a packaged copy passes it too."""
     problems = []
     where = path.relative_to(skill_dir.parent.parent).as_posix()
     own = anchors(text)
-    for number, line in enumerate(strip_fenced(text).splitlines(), start=1):
-        for match in LINK.finditer(line):
-            target = match["target"]
-            if "://" in target or target.startswith("mailto:"):
+    prose = strip_fenced(text)
+    for match in LINK.finditer(prose):
+        number, target = _line_of(prose, match.start("target")), match["target"]
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        file_part, _, anchor = target.partition("#")
+        if file_part:
+            resolved = (path.parent / file_part).resolve()
+            if skill_dir.resolve() not in resolved.parents or not resolved.is_file():
+                problems.append(f"{where}:{number}: link target {target!r} is not a file inside the skill.")
                 continue
-            file_part, _, anchor = target.partition("#")
-            if file_part:
-                resolved = (path.parent / file_part).resolve()
-                if skill_dir.resolve() not in resolved.parents or not resolved.is_file():
-                    problems.append(f"{where}:{number}: link target {target!r} is not a file inside the skill.")
-                    continue
-                found = anchors(resolved.read_text(encoding="utf-8")) if resolved.suffix == ".md" else set()
-            else:
-                found = own
-            if anchor and anchor not in found:
-                problems.append(f"{where}:{number}: anchor #{anchor} of {target!r} matches no heading.")
+            found = anchors(resolved.read_text(encoding="utf-8")) if resolved.suffix == ".md" else set()
+        else:
+            found = own
+        if anchor and anchor not in found:
+            problems.append(f"{where}:{number}: anchor #{anchor} of {target!r} matches no heading.")
     return problems
+
+
+def path_problems(path: Path, text: str, skill_dir: Path, root: Path) -> list[str]:
+    """Every file path named in backticks under one of our top-level folders must be a file of the skill or of the
+    repository at `root` (a renamed test or page leaves its mentions behind otherwise)."""
+    problems = []
+    where = path.relative_to(root).as_posix()
+    prose = strip_fenced(text)
+    for match in CODE_PATH.finditer(prose):
+        named = match["path"]
+        if named.split("/", 1)[0] not in OWN_FOLDERS or named in SPARK_FILES:
+            continue
+        if not any(p.is_file() for p in (path.parent / named, skill_dir / named, root / named)):
+            problems.append(
+                f"{where}:{_line_of(prose, match.start())}: `{named}` names no file of the skill or of the repository."
+            )
+    return problems
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
 
 
 def code_problems(root: Path, path: Path, text: str) -> list[str]:
@@ -148,6 +179,7 @@ def validate(root: Path) -> list[str]:
         problems += frontmatter_problems(text, rel, expected, skill=path.name == "SKILL.md")
         problems += word_problems(rel, text)
         problems += link_problems(path, text, root / SKILLS_DIR / rel.split("/")[1])
+        problems += path_problems(path, text, root / SKILLS_DIR / rel.split("/")[1], root)
         problems += code_problems(root, path, text)
     for folder in sorted(skill_folders):
         problems += changelog_problems(root / SKILLS_DIR / folder, root)

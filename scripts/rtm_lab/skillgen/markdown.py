@@ -17,7 +17,8 @@ ADMONITION = re.compile(
     r'^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)[ \t]+(?P<kind>[\w-]+)(?:[ \t]+"(?P<title>[^"]*)")?[ \t]*$'
 )
 TAB = re.compile(r'^(?P<indent>[ \t]*)===!?[ \t]+"(?P<label>[^"]+)"[ \t]*$')
-LINK = re.compile(r"(?P<bang>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)\)")
+# A link; its text may wrap onto the next line (a page wrapped to its width), never across a blank line or a bracket.
+LINK = re.compile(r"(?P<bang>!?)\[(?P<text>(?:[^\[\]\n]|\n(?![ \t]*\n))*)\]\((?P<target>[^)\s]+)\)")
 FENCE_SETTINGS = re.compile(r'(\w+)="([^"]*)"')
 
 SOURCE_NOTE = "<!-- source: {spec} -->"
@@ -322,9 +323,21 @@ IN_SKILL_MD = {("docs/get-started.md", "set-up-your-own-project"): "../SKILL.md#
 
 
 def _outside_code(text: str, func) -> str:
-    """Apply func to each line outside fenced code (links never span lines in these pages)."""
+    """Apply func to each run of lines outside fenced code, whole, so a link wrapped over two lines is one match."""
     lines = text.splitlines()
-    return "\n".join(line if code else func(line) for line, code in zip(lines, in_code(lines), strict=True))
+    out: list[str] = []
+    prose: list[str] = []
+    for line, code in zip(lines, in_code(lines), strict=True):
+        if code:
+            if prose:
+                out += func("\n".join(prose)).split("\n")
+                prose = []
+            out.append(line)
+        else:
+            prose.append(line)
+    if prose:
+        out += func("\n".join(prose)).split("\n")
+    return "\n".join(out)
 
 
 def _normalize(path: Path) -> str:
