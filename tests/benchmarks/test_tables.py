@@ -129,7 +129,8 @@ def test_a_table_that_judges_rates_says_held_with_its_bound_and_window():
     from rtm_lab.benchmarks.held_rate import BOUND_MS, GLOSSARY_LINK
 
     judged = 0
-    for path in sorted(RESULTS.glob("*.md")):
+    # The generated glossary names "kept up" as the retired word; every other results file is a measured table.
+    for path in sorted(p for p in RESULTS.glob("*.md") if p.name != "glossary.md"):
         text = path.read_text()
         assert "kept up" not in text.lower() and "keeps up" not in text.lower(), path.name
         if not re.search(r"\| (held|not held) \|", text):
