@@ -8,6 +8,10 @@
   python scripts/tables.py errors                the errors table, from the mistakes its test runs
   python scripts/tables.py latency               latency.md from the latency benchmark's JSON
   python scripts/tables.py latency-sweep-headline the front page's headline sentence, from the batch duration sweep's JSON
+  python scripts/tables.py can-i                 the front page's "Can I ...?" table, from SKILL.md's source of it
+                                                 (scripts/rtm_lab/skillgen/templates/can-i.md) and the version matrix
+  python scripts/tables.py when-to-use           the front page's micro-batch or real-time table, from the table in
+                                                 Setup's "When to use it, and when not"
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines   likewise, from their JSON
   python scripts/tables.py retry-outcomes        likewise, from retry-outcomes.json
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
@@ -32,6 +36,7 @@ from rtm_lab import cli
 from rtm_lab.diagrams import slots, timeline
 from rtm_lab.generated import MissingRegion, generated_note, markdown_table, replace_region, write_or_check
 from rtm_lab.paths import PROJECT_ROOT
+from rtm_lab.skillgen.markdown import RenderError
 
 RESULTS = PROJECT_ROOT / "docs" / "results"
 DIAGRAMS = PROJECT_ROOT / "docs" / "diagrams"
@@ -111,6 +116,17 @@ def _glossary(results: Path) -> str:
     return terms.glossary_markdown(terms.load())
 
 
+def _front_page(function: str) -> Callable[[Path], str]:
+    """A front-page table rendered from the docs and the skill's sources (rtm_lab.skillgen.front_page)."""
+
+    def render(results: Path) -> str:
+        from rtm_lab.skillgen import front_page
+
+        return getattr(front_page, function)()
+
+    return render
+
+
 TABLES = {
     "support-matrix": Table("support-matrix.md", _support_matrix),
     "allowlist-off": Table("allowlist-off.md", _cases_table("allowlist-off", _allowlist_off_rows)),
@@ -125,6 +141,8 @@ TABLES = {
         "latency-sweep-headline.md",
         _from_json("latency-sweep.json", "rtm_lab.benchmarks.sweep_report", "headline_markdown"),
     ),
+    "can-i": Table("can-i.md", _front_page("can_i_markdown")),
+    "when-to-use": Table("when-to-use.md", _front_page("when_to_use_markdown")),
     "kafka-tuning": Table("kafka-tuning.md", _from_json("kafka-tuning.json", "rtm_lab.probes.kafka_tuning")),
     "sink": Table("sink.md", _from_json("sink.json", "rtm_lab.benchmarks.sink")),
     "sink-5s": Table("sink-5s.md", _from_json("sink-5s.json", "rtm_lab.benchmarks.sink")),
@@ -195,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 table = TABLES[name]
                 text, output = table.render(args.results), (table.folder or args.results) / table.output
-        except (FileNotFoundError, MissingRegion) as exc:
+        except (FileNotFoundError, MissingRegion, RenderError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         failed |= write_or_check(text, output, args.check, f"python scripts/tables.py {name}")

@@ -103,6 +103,11 @@ GROUPS = {
         "tests/guides/test_rtm_or_flink.py",
         "tests/lab/test_flink_engine.py",
     ),
+    # The built site (a strict mkdocs build, a session fixture): built once for both, not once per worker.
+    "site": (
+        "tests/docs/test_site_build.py",
+        "tests/docs/test_front_page.py",
+    ),
     # The session's standalone cluster (three JVMs): started once, on one worker.
     "cluster": (
         "tests/guides/test_cluster.py",

@@ -24,6 +24,7 @@ HEADING = re.compile(r"^(?P<level>#{1,6})\s+(?P<title>.*?)\s*#*\s*$")
 VERIFIED = re.compile(r"^(?P<what>[A-Z][^`]*?\s)?[Vv]erified by\s+(?P<rest>.*)$", re.S)
 # Every test runs on the versions SKILL.md states once, so each proof line need not repeat them.
 ON_VERSIONS = re.compile(r",?\s*on Spark 4\.3\.0(?: with (?:the )?Kafka connector 4\.2\.0)?\s*\.?\s*$")
+EVIDENCE = re.compile(r'^\?\?\?\+?\s+note\s+"Evidence"\s*$')
 PROOF_HEADING = "Tests behind this reference"
 PROOF_INTRO = "Tests (Spark 4.3.0, Kafka connector 4.2.0) that assert each section's claims:"
 
@@ -94,6 +95,37 @@ def split_page(page: Page) -> list[Part]:
     if unused:
         raise RenderError(f"{page.path}: skill_references declares {', '.join(sorted(unused))} but no marker uses it.")
     return parts
+
+
+def unwrap_evidence(body: str) -> str:
+    """A page's collapsed `??? note "Evidence"` block made only of "Verified by" paragraphs, as those paragraphs: the
+    skill lists them with the rest (gather_proofs) instead of quoting them where they stand. A block holding anything
+    else stays a block (flatten_blocks quotes it)."""
+    lines = body.splitlines()
+    code = in_code(lines)
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        if not code[index] and EVIDENCE.match(lines[index]):
+            inner, end = _indented(lines, index + 1)
+            paragraphs = " ".join(line.strip() or "\n" for line in inner).split("\n")
+            if all(VERIFIED.match(p.strip()) for p in paragraphs if p.strip()):
+                out.extend(inner)
+                index = end
+                continue
+        out.append(lines[index])
+        index += 1
+    return "\n".join(out)
+
+
+def _indented(lines: list[str], start: int) -> tuple[list[str], int]:
+    """The block indented by four spaces from `start` (blank lines included), dedented, and the index after it."""
+    body: list[str] = []
+    index = start
+    while index < len(lines) and (not lines[index].strip() or lines[index].startswith("    ")):
+        body.append(lines[index][4:])
+        index += 1
+    return body, index
 
 
 def gather_proofs(body: str) -> str:

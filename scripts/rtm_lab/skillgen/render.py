@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from rtm_lab.skillgen import answers
+from rtm_lab.skillgen import answers, can_i
 from rtm_lab.skillgen.frontmatter import frontmatter_problems
 from rtm_lab.skillgen.markdown import (
     FENCE,
@@ -27,7 +27,7 @@ from rtm_lab.skillgen.markdown import (
     split_frontmatter,
     squeeze_blank_lines,
 )
-from rtm_lab.skillgen.parts import Part, gather_proofs, split_page
+from rtm_lab.skillgen.parts import Part, gather_proofs, split_page, unwrap_evidence
 
 SKILLS_DIR = "skills"
 # Templates live outside skills/, so a tool that scans skills/ for SKILL.md finds only the rendered skills.
@@ -141,7 +141,7 @@ def prepare(root: Path, part: Part) -> str:
     """A part's body with includes expanded and blocks flattened, before links are pointed at skill files."""
     where = str(part.page.path)
     body = expand_includes(root, replace_assets(part.body, part.page), where)
-    body = gather_proofs(flatten_blocks(body))
+    body = gather_proofs(flatten_blocks(unwrap_evidence(body)))
     return squeeze_blank_lines(body).strip("\n")
 
 
@@ -163,6 +163,8 @@ def references_table(parts: list[Part]) -> str:
 def render_skill_md(root: Path, name: str, meta: dict, body: str, parts: list[Part], anchors_of, notes) -> str:
     template = f"{TEMPLATES_DIR}/{name}/SKILL.md"
     rendered = {f"{p.name}.md" for p in parts}
+    # The "Can I ...?" rows come from the source the front page shares (can_i.py); the template holds a placeholder.
+    body = body.replace(can_i.PLACEHOLDER, can_i.skill_table(root))
     kept = []
     for line in body.splitlines():
         missing = [m["file"] for m in REFERENCE_LINK.finditer(line) if m["file"] not in rendered]
