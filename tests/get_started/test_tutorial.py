@@ -2,7 +2,7 @@
 page order, in a fresh shell that has only HOME, PATH and what the page itself tells the reader to set.
 
 The commands are the section's fenced `bash` blocks, read from the page, so the page and this test cannot drift. The
-page keeps three conventions:
+page keeps these conventions:
 
 - The blocks run in one terminal, in order: what a block exports (`eval "$(... lab.py env)"`) the next one has.
 - A command that runs until Ctrl-C ends with the comment `# runs until Ctrl-C`, alone in its block. It starts in a
