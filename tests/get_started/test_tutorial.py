@@ -338,3 +338,17 @@ def test_the_quick_start_without_a_connector_says_how_to_add_one(tmp_path):
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     hint = "Spark has no Kafka connector: point SPARK_CONF_DIR at a folder whose spark-defaults.conf adds it."
     assert hint in done.stderr.splitlines(), done.stderr[-2000:]
+
+
+def test_the_first_python_block_is_the_quick_start_pipeline_within_150_words_of_the_top():
+    """A reader sees the whole query before anything else: no more than 150 words (headings and titles included) sit
+    between the page's top and its first Python block, which is the quick-start pipeline's include."""
+    from rtm_lab import prose
+
+    text = PAGE.read_text(encoding="utf-8")
+    first = re.search(r"^```python[^\n]*\n(?P<code>.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    assert first, f"{PAGE.name} has no Python block"
+    assert first["code"].strip() == '--8<-- "snippets/quickstart/kafka_to_kafka.py:pipeline"', first["code"]
+    above = prose.units_of_html(prose.render_markdown(text[: first.start()])).units
+    words = sum(prose.word_count(unit.text) for unit in above)
+    assert 0 < words <= 150, f"{words} words above the first Python block"
