@@ -170,7 +170,9 @@ def site_pages() -> list[str]:
     """Every page of the site, as its URL path: the same list the strict build test checks."""
     pages = sorted(p.relative_to(PROJECT_ROOT / "docs") for p in (PROJECT_ROOT / "docs").rglob("*.md"))
     return [
-        "" if p.name == "index.md" else f"{p.with_suffix('').as_posix()}/" for p in pages if p.parts[0] != "results"
+        "" if p.name == "index.md" else f"{p.with_suffix('').as_posix()}/"
+        for p in pages
+        if p.parts[0] not in ("results", "includes")
     ]
 
 

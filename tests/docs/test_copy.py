@@ -47,7 +47,11 @@ from rtm_lab.paths import PROJECT_ROOT
 
 SKILL = PROJECT_ROOT / "skills" / "spark-real-time-mode"
 PAGES = sorted(
-    [p for p in (PROJECT_ROOT / "docs").rglob("*.md") if "results" not in p.relative_to(PROJECT_ROOT / "docs").parts]
+    [
+        p
+        for p in (PROJECT_ROOT / "docs").rglob("*.md")
+        if not {"results", "includes"} & set(p.relative_to(PROJECT_ROOT / "docs").parts)
+    ]
     + [SKILL / "SKILL.md", *sorted((SKILL / "references").glob("*.md"))]
 )
 SETUP_PAGE = PROJECT_ROOT / "docs" / "get-started.md"

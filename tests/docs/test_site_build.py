@@ -2,10 +2,13 @@
 
 from rtm_lab.paths import PROJECT_ROOT
 
+# Folders of docs/ whose Markdown other pages include (mkdocs.yml's exclude_docs): never pages themselves.
+NOT_PAGES = ("results", "includes")
+
 
 def test_strict_build_renders_every_page(built_site):
     pages = sorted(p.relative_to(PROJECT_ROOT / "docs") for p in (PROJECT_ROOT / "docs").rglob("*.md"))
-    pages = [p for p in pages if p.parts[0] != "results"]
+    pages = [p for p in pages if p.parts[0] not in NOT_PAGES]
     assert pages, "docs/ has no pages"
     for page in pages:
         html = built_site / ("index.html" if page.name == "index.md" else page.with_suffix("") / "index.html")
@@ -22,7 +25,7 @@ def test_llms_txt_lists_every_page_and_llms_full_holds_them(built_site):
     pages = [
         p
         for p in sorted((PROJECT_ROOT / "docs").rglob("*.md"))
-        if p.relative_to(PROJECT_ROOT / "docs").parts[0] != "results"
+        if p.relative_to(PROJECT_ROOT / "docs").parts[0] not in NOT_PAGES
     ]
     missing = []
     for path in pages:
@@ -52,7 +55,7 @@ def test_every_page_has_a_title_and_description():
     problems = []
     for path in sorted((PROJECT_ROOT / "docs").rglob("*.md")):
         rel = path.relative_to(PROJECT_ROOT)
-        if rel.parts[1] == "results":
+        if rel.parts[1] in NOT_PAGES:
             continue
         try:
             read_page(PROJECT_ROOT, rel)

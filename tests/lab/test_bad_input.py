@@ -116,6 +116,7 @@ def test_bench_refuses_bad_input_before_starting_anything(env, tmp_path, bench, 
         (["events-out", "--count", "0"], "integer of at least 1"),
         (["events-out", "--timeout", "nan"], "finite number above 0"),
         ([" "], "the topic must not be empty"),
+        (["events-out", "--latency-from", " "], "the --latency-from field must not be empty"),
     ],
 )
 def test_read_topic_refuses_bad_input(env, args, why):
