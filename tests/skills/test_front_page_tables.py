@@ -69,11 +69,13 @@ def test_skill_md_gets_four_columns_and_the_front_page_four_others():
             "references/postgres-sink-jvm.md#latency-a-python-writer-gets-rows-late-in-oss",
             "guides/postgres-sink.md#latency-a-python-writer-gets-rows-late-in-oss",
         ),
-        ("references/version-matrix.md", "reference/setup.md#pyspark-41-and-42-the-version-matrix"),
+        # A page of its own: a link to its title lands on the page's top.
+        ("references/version-matrix.md", "reference/version-matrix.md"),
         (
             "references/version-matrix.md#pyspark-414-421-and-430-every-case-on-each-version",
-            "reference/setup.md#pyspark-41-and-42-the-version-matrix",
+            "reference/version-matrix.md",
         ),
+        ("references/version-matrix.md#the-table", "reference/version-matrix.md#the-table"),
     ],
 )
 def test_skill_links_become_links_to_the_docs_section(skill_link, site_link):
@@ -102,5 +104,4 @@ def test_when_to_use_is_setups_table_with_links_rebased_for_the_front_page():
     assert table.splitlines()[0] in setup and len(table.splitlines()) >= 4
     assert "](../guides/rtm-or-flink.md)" in setup and "](guides/rtm-or-flink.md)" in table
     assert "](slot-sizing.md)" in setup and "](reference/slot-sizing.md)" in table
-    assert "](#pyspark-41-and-42-the-version-matrix)" in setup
-    assert "](reference/setup.md#pyspark-41-and-42-the-version-matrix)" in table
+    assert "](version-matrix.md)" in setup and "](reference/version-matrix.md)" in table
