@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rtm_lab import prose
 from rtm_lab.paths import PROJECT_ROOT
 
 WORDS = 400
@@ -84,77 +85,26 @@ QUESTIONS = (
     ),
 )
 
-# Elements whose text is not prose: code blocks, collapsed blocks (evidence), headings and block titles, the heading's
-# permalink sign. rtm_lab.prose (branch `prose`) counts the same way: a table cell is prose only from 12 words, and an
-# inline code span is one word.
-SKIPPED = {"pre", "details", "script", "style", "svg", "button", "h1", "h2", "h3", "h4", "h5", "h6", "summary"}
-SKIPPED_CLASSES = {"headerlink", "highlight", "admonition-title"}
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-CELL_MIN_WORDS = 12
 
+class ArticleLinks(HTMLParser):
+    """The links a built page's article holds (the heading permalinks left out)."""
 
-class Article(HTMLParser):
-    """A built page's article: its prose after an anchor, as words, and the links it holds."""
-
-    def __init__(self, anchor: str = ""):
+    def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.anchor = anchor
-        self.stack: list[tuple[str, bool]] = []  # open elements: tag, whether its text is left out
         self.in_article = 0
-        self.started = False
-        self.words: list[str] = []
         self.links: list[str] = []
-        self.cell: list[str] | None = None  # the words of the table cell being read
-        self.code: list[str] | None = None  # the text of the inline code span being read
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        classes = set((attrs.get("class") or "").split())
         if tag == "article":
             self.in_article += 1
-        if self.in_article and (attrs.get("id") == self.anchor or (not self.anchor and tag == "h1")):
-            self.started = True
+        classes = set((attrs.get("class") or "").split())
         if self.in_article and tag == "a" and attrs.get("href") and "headerlink" not in classes:
             self.links.append(attrs["href"])
-        if tag in VOID:
-            return
-        skipped = tag in SKIPPED or bool(classes & SKIPPED_CLASSES) or self._skipping()
-        self.stack.append((tag, skipped))
-        if tag in ("td", "th"):
-            self.cell = []
-        elif tag == "code" and not skipped:
-            self.code = []
 
     def handle_endtag(self, tag):
         if tag == "article":
             self.in_article -= 1
-        if tag == "code" and self.code is not None:
-            self._add("".join(self.code))
-            self.code = None
-        if tag in ("td", "th") and self.cell is not None:
-            cell, self.cell = self.cell, None
-            if len(cell) >= CELL_MIN_WORDS:
-                self.words.extend(cell)
-        for index in range(len(self.stack) - 1, -1, -1):
-            if self.stack[index][0] == tag:
-                del self.stack[index:]
-                break
-
-    def handle_data(self, data):
-        if not (self.in_article and self.started) or self._skipping():
-            return
-        if self.code is not None:
-            self.code.append(data)
-            return
-        for word in data.split():
-            self._add(word)
-
-    def _skipping(self) -> bool:
-        return bool(self.stack and self.stack[-1][1])
-
-    def _add(self, word: str) -> None:
-        if word.strip():
-            (self.cell if self.cell is not None else self.words).append(word.strip())
 
 
 def built_page(site: Path, path: str) -> str:
@@ -162,20 +112,16 @@ def built_page(site: Path, path: str) -> str:
     return (site / path / "index.html").read_text(encoding="utf-8")
 
 
-def prose_after(site: Path, path: str, anchor: str, words: int = WORDS) -> str:
-    """The first `words` words of prose after `anchor` (the page's title when empty) on a built page.
-
-    A local extraction from the built HTML: the shared one (rtm_lab.prose.prose_after, on the `prose` branch) had not
-    reached main when this test was written; once it has, this function should call it instead."""
-    article = Article(anchor)
-    article.feed(built_page(site, path))
-    assert article.started, f"/{path}: no element with id {anchor!r}"
-    return " ".join(article.words[:words])
+def prose_after(path: str, anchor: str, words: int = WORDS) -> str:
+    """The first `words` words of prose after `anchor` on a page, by its site path ("reference/setup/"), counted by
+    rtm_lab.prose's rules (the same rules as the prose check in `make lint`)."""
+    page = f"{path.rstrip('/')}.md" if path else "index.md"
+    return prose.prose_after(page, anchor, words)
 
 
 def links_of(site: Path, path: str) -> list[tuple[str, str]]:
     """Every link in a page's article to a page of the site, as (site path, anchor)."""
-    article = Article("\0")
+    article = ArticleLinks()
     article.feed(built_page(site, path))
     pages = [href for href in article.links if "://" not in href and not href.startswith("mailto:")]
     # Links to files (a plot, a JSON results file) are not pages.
@@ -224,7 +170,7 @@ def test_each_first_day_question_is_answered_within_400_words_of_its_link(questi
     rows = route_rows(built_site)
     assert question.asks in rows, f"the route table has no row {question.asks!r}; it has {list(rows)}"
     page, anchor = rows[question.asks]
-    text = prose_after(built_site, page, anchor)
+    text = prose_after(page, anchor)
     missing = [fact for fact in question.facts if not _found(fact, text)]
     assert not missing, f"/{page}#{anchor}: not in the first {WORDS} words of prose: {missing}\n\n{text}"
 
