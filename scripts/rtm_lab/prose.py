@@ -465,11 +465,12 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def prose_units_after(page: str, anchor: str) -> Iterator[Unit]:
-    """The prose units (rules 4-7: what the figures count) from the element with id `anchor` to the page's end."""
+    """The prose units (rules 4-7: what the figures count) from the element with id `anchor` (the page's top when
+    empty) to the page's end."""
     rendered = render(page)
-    if anchor not in rendered.anchors:
+    if anchor and anchor not in rendered.anchors:
         raise KeyError(f"{page} has no anchor #{anchor}")
-    for unit in rendered.units[rendered.anchors[anchor] :]:
+    for unit in rendered.units[rendered.anchors[anchor] if anchor else 0 :]:
         if unit.is_prose and not unit.collapsed:
             yield unit
 
@@ -479,10 +480,10 @@ _TOKEN = re.compile(f"(?:[^\\s{CODE_OPEN}]*{CODE_OPEN}[^{CODE_CLOSE}]*{CODE_CLOS
 
 
 def prose_after(page: str, anchor: str, words: int = 400) -> str:
-    """The first `words` words of prose after `#anchor` on `page` (a path under docs/), as a reader sees them: code
-    spans in backticks (each one word), units joined by newlines, headings, code blocks, short table cells and
-    collapsed evidence left out (the counting rules in this module's docstring). Raises KeyError for an unknown
-    anchor, FileNotFoundError for an unknown page."""
+    """The first `words` words of prose after `#anchor` (from the top when "") on `page` (a path under docs/, e.g.
+    "reference/setup.md"), as a reader sees them: code spans in backticks (each one word), units joined by newlines;
+    headings, code blocks, short table cells and collapsed evidence left out (the counting rules in this module's
+    docstring). Raises KeyError for an unknown anchor, FileNotFoundError for an unknown page."""
     taken: list[str] = []
     left = words
     for unit in prose_units_after(page, anchor):

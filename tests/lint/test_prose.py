@@ -243,6 +243,7 @@ def test_prose_after_an_anchor_gives_the_words_a_reader_reads_first():
     assert text == "Held rate: a rate is held when the"
     with pytest.raises(KeyError):
         prose.prose_after("glossary.md", "no-such-anchor")
+    assert prose.prose_after("glossary.md", "", words=3) == "Each concept on"
 
 
 def test_prose_after_keeps_code_spans_whole_as_one_word_each():
