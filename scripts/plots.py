@@ -4,7 +4,7 @@
   python scripts/plots.py                 latency.png, latency-sweep.png, latency-sweep-cdf.png and engines-cdf.png
   python scripts/plots.py --results DIR   the same from another results folder
 
-Use it after a change to how the plots are drawn (rtm_lab.benchmarks.figures: an opaque white card with a grey border,
+Use it after a change to how the plots are drawn (rtm_lab.benchmarks.figures.save: an opaque white card with a grey border,
 legible in the site's light and dark themes). The benchmarks draw their own plot when they run.
 """
 
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from rtm_lab import cli
-from rtm_lab.benchmarks import figures
+from rtm_lab.benchmarks import replot
 from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.results.is_dir():
         raise LabError(f"no results folder {args.results}")
-    written = figures.redraw(args.results)
+    written = replot.redraw(args.results)
     if not written:
         raise LabError(f"no latency.json, latency-sweep.json or engines.json in {args.results}: nothing to draw")
     for path in written:

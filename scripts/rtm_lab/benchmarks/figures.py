@@ -1,4 +1,4 @@
-"""How every results plot is saved, and redrawn from its JSON: on an opaque white card with a thin grey border.
+"""How every results plot is saved: on an opaque white card with a thin grey border.
 
 The PNG carries its own background because the same file is read in places no stylesheet reaches: the site in its
 light and its dark (slate) theme, GitHub's file view and the skill. A transparent plot keeps matplotlib's black text
@@ -6,8 +6,6 @@ and axes, which vanish on the dark theme; a plain white one merges with the ligh
 with a grey edge reads on both, and its colours stay those the pages' text names.
 """
 
-import json
-from collections.abc import Callable
 from pathlib import Path
 
 CARD = "white"
@@ -23,28 +21,3 @@ def save(fig, path: Path, dpi: int) -> None:
     fig.patch.set_linewidth(EDGE_POINTS)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, facecolor=CARD, edgecolor=EDGE, transparent=False)
-
-
-def redraw(results: Path) -> list[Path]:
-    """Every plot under `results`, drawn again from the JSON beside it (no benchmark runs); the paths written."""
-    from rtm_lab.benchmarks import engines_report, latency_report, sweep_report
-
-    def sweep(result: dict, path: Path) -> None:
-        sweep_report.plot(result, path)
-        sweep_report.plot_cdf(result, sweep_report.cdf_plot_path(path))
-
-    plots: list[tuple[str, str, Callable[[dict, Path], None]]] = [
-        ("latency.json", "latency.png", latency_report.plot),
-        ("latency-sweep.json", "latency-sweep.png", sweep),
-        ("engines.json", engines_report.plot_path(Path("engines.json")).name, engines_report.plot),
-    ]
-    written = []
-    for json_name, png_name, draw in plots:
-        source = results / json_name
-        if not source.is_file():
-            continue
-        draw(json.loads(source.read_text()), results / png_name)
-        written.append(results / png_name)
-        if draw is sweep:
-            written.append(sweep_report.cdf_plot_path(results / png_name))
-    return written
