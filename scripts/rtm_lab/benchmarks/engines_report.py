@@ -10,7 +10,7 @@ import statistics
 from pathlib import Path
 
 from rtm_lab import versions
-from rtm_lab.benchmarks import held_rate
+from rtm_lab.benchmarks import figures, held_rate
 from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import generated_note
 
@@ -284,8 +284,7 @@ def plot(result: dict, path: Path) -> None:
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
+    figures.save(fig, path, dpi=100)
     plt.close(fig)
 
 

@@ -6,6 +6,7 @@ Both are generated files: the docs include them, nobody edits them by hand.
 import json
 from pathlib import Path
 
+from rtm_lab.benchmarks import figures
 from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import markdown_table
 from rtm_lab.intervals import interval_ms
@@ -292,8 +293,7 @@ def plot(result: dict, path: Path) -> None:
         ax.legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Kafka -> Spark {result['versions']['spark']} -> Kafka, {result['machine']['cores']} cores")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    figures.save(fig, path, dpi=110)
     plt.close(fig)
 
 
