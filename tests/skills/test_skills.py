@@ -631,11 +631,11 @@ def test_stateful_latency_row_takes_its_figures_from_the_results_file():
     figures = run["modes"]["realtime"]["figures"]
     assert f"At {wait} ms" in answer, answer
     p50, p99 = figures["p50_ms"]["median"], figures["p99_ms"]["median"]
-    assert f"p50 {shown(p50)} ms, p99 {shown(p99)} ms (medians of {result['repeat']} runs)" in answer, answer
+    assert f"p50 {shown(p50)} ms, p99 {shown(p99)} ms, medians of {result['repeat']} runs" in answer, answer
     # The condition the figures hold under: the run's fetch wait and producer linger, at a moderate rate.
     s = result["settings"]
     assert answer.startswith("**Yes**, at a moderate rate:"), answer
-    assert f"(fetch wait {s['kafka_fetch_max_wait_ms']} ms, linger {s['producer_linger_ms']} ms)" in answer, answer
+    assert f"with fetch wait {s['kafka_fetch_max_wait_ms']} ms and linger {s['producer_linger_ms']} ms," in answer, answer
 
 
 def test_stateful_latency_row_says_the_shorter_wait_made_deduplication_worse_near_saturation():
@@ -645,7 +645,7 @@ def test_stateful_latency_row_says_the_shorter_wait_made_deduplication_worse_nea
 
     engines = json.loads((PROJECT_ROOT / "docs" / "results" / "engines.json").read_text())
     answer = {row[0]: row for row in can_i_rows()}["cut a stateful query's latency?"][1]
-    assert "Near saturation it made deduplication worse ([engines](references/rtm-or-flink-measured.md))" in answer
+    assert "Near saturation it made deduplication worse: see [engines](references/rtm-or-flink-measured.md)" in answer
 
     def median(profile: str, figure: str) -> float:
         runs = [
