@@ -41,7 +41,7 @@ lint: $(VENV)/.installed
 	$(PY) -m mypy
 	$(PY) scripts/skills.py validate
 	$(PY) scripts/tables.py all --check
-	$(PY) scripts/prose.py check
+	$(PY) scripts/prose.py check --targets
 
 # Three workers by default on 2 cores (tests/parallel.py says how they share one lab: a test marked `alone` runs while
 # no other does, one marked `timing` runs first in line for the CPU). Much of a streaming test is waiting for an

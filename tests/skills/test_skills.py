@@ -635,7 +635,9 @@ def test_stateful_latency_row_takes_its_figures_from_the_results_file():
     # The condition the figures hold under: the run's fetch wait and producer linger, at a moderate rate.
     s = result["settings"]
     assert answer.startswith("**Yes**, at a moderate rate:"), answer
-    assert f"with fetch wait {s['kafka_fetch_max_wait_ms']} ms and linger {s['producer_linger_ms']} ms," in answer, answer
+    assert f"with fetch wait {s['kafka_fetch_max_wait_ms']} ms and linger {s['producer_linger_ms']} ms," in answer, (
+        answer
+    )
 
 
 def test_stateful_latency_row_says_the_shorter_wait_made_deduplication_worse_near_saturation():
