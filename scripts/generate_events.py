@@ -15,8 +15,7 @@ import argparse
 import json
 import sys
 
-from rtm_lab import cli, kafka, lab, loadgen, topics
-from rtm_lab.errors import LabError
+from rtm_lab import cli, lab, loadgen, topics
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -86,14 +85,7 @@ def summary(stats: loadgen.LoadStats, mix: loadgen.EventMix, rate: float) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    bootstrap = args.bootstrap or lab.status().kafka_bootstrap
-    if not bootstrap:
-        raise LabError("No Kafka broker: start the lab (`python scripts/lab.py up`) or pass --bootstrap.")
-    # Checked first, with a short deadline: the Kafka clients below would retry an unreachable broker for minutes.
-    if not kafka.answers(bootstrap):
-        raise LabError(
-            f"Kafka at {bootstrap} does not answer. Start it (`python scripts/lab.py up`) or fix --bootstrap."
-        )
+    bootstrap = lab.answering_broker(args.bootstrap)
     found = ensure_topic(bootstrap, args.topic, args.partitions)
     if found != args.partitions:
         print(f"note: topic {args.topic} already exists with {found} partitions; using it", file=sys.stderr)

@@ -16,7 +16,7 @@ setup error or a record without the field.
 import json
 import sys
 
-from rtm_lab import cli, kafka, lab, topics
+from rtm_lab import cli, lab, topics
 from rtm_lab.errors import LabError
 
 
@@ -53,14 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the topic must not be empty")
     if args.latency_from is not None and not args.latency_from.strip():
         parser.error("the --latency-from field must not be empty")
-    bootstrap = args.bootstrap or lab.status().kafka_bootstrap
-    if not bootstrap:
-        raise LabError("No Kafka broker: start the lab (`python scripts/lab.py up`) or pass --bootstrap.")
-    # Checked first, with a short deadline: the Kafka client below would retry an unreachable broker for minutes.
-    if not kafka.answers(bootstrap):
-        raise LabError(
-            f"Kafka at {bootstrap} does not answer. Start it (`python scripts/lab.py up`) or fix --bootstrap."
-        )
+    bootstrap = lab.answering_broker(args.bootstrap)
     records = topics.read_all(bootstrap, args.topic, expected=args.count, timeout_s=args.timeout)
     if args.latency_from:
         lines = latency_lines(records, args.latency_from)

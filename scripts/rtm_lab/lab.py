@@ -421,6 +421,19 @@ def status() -> LabState:
     return state
 
 
+def answering_broker(explicit: str | None = None) -> str:
+    """The Kafka bootstrap a command should use (`explicit`, else the lab's), checked to answer: a Kafka client would
+    retry an unreachable broker for minutes, so a command asks first with a short deadline."""
+    bootstrap = explicit or status().kafka_bootstrap
+    if not bootstrap:
+        raise LabError("No Kafka broker: start the lab (`python scripts/lab.py up`) or pass --bootstrap.")
+    if not kafka.answers(bootstrap):
+        raise LabError(
+            f"Kafka at {bootstrap} does not answer. Start it (`python scripts/lab.py up`) or fix --bootstrap."
+        )
+    return bootstrap
+
+
 def _answers(service: Service) -> bool:
     if service.name == "kafka":
         return kafka.answers(service.address)
