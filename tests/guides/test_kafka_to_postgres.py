@@ -4,7 +4,6 @@ checkpoint, a Postgres restart and a failed task no row is lost and no key is st
 import os
 import re
 import subprocess
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from sink_helpers import TABLE, assert_exact, produce
 
 from rtm_lab import loadgen, sink_check, standalone, task_commits
+from rtm_lab.apps import faults
 from rtm_lab.apps.faults import RecordingSink
 from rtm_lab.benchmarks.sink import dropped_by_spark
 from rtm_lab.intervals import TEST_INTERVAL
@@ -134,18 +134,13 @@ def run_fail_once(
     marker = folder / "failed-once"
     env = dict(os.environ, SPARK_MASTER=master)
     run = subprocess.run(
-        [
-            *(sys.executable, "-m", "rtm_lab.apps.faults", "--bootstrap", lab.kafka_bootstrap, "--topic", topic),
-            *("--dsn", lab.postgres_dsn, "--schema", schema, "--checkpoint", str(folder / "checkpoint")),
-            *("--marker", str(marker), "--poison-key", str(poison), "--commit-log", str(folder / "spark.log")),
-            *("--rows", str(len(events.keys)), "--dead-letters", str(events.bad)),
-            *(("--dedup",) if dedup else ()),
-            *(("--hold-scheduler",) if hold_scheduler else ()),
-            *("--restarts", str(restarts)),
-            # A slow machine (a standalone cluster beside two busy loops) took over 90 s to reach the poison key.
-            *("--timeout", "180"),
-            *(arg for conf in confs for arg in ("--conf", conf)),
-        ],
+        faults.command(
+            *(lab.kafka_bootstrap, topic, lab.postgres_dsn, schema, folder, poison, (len(events.keys), events.bad)),
+            *confs,
+            dedup=dedup,
+            restarts=restarts,
+            hold_scheduler=hold_scheduler,
+        ),
         env=env,
         capture_output=True,
         text=True,

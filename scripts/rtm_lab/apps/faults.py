@@ -6,6 +6,7 @@ These sinks live in an installed module (not a test file) because Spark's Python
 
 import argparse
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -222,6 +223,36 @@ def main() -> None:
         flush=True,
     )
     raise SystemExit(0 if error is None else 3)
+
+
+def command(
+    bootstrap: str,
+    topic: str,
+    dsn: str,
+    schema: str,
+    folder: Path,
+    poison_key: int,
+    expected: tuple[int, int],
+    *confs: str,
+    dedup: bool = False,
+    restarts: int = 0,
+    hold_scheduler: bool = False,
+) -> list[str]:
+    """The command that runs main() in a new Python process, so with its own Spark driver: the checkpoint, the
+    marker files and the driver's commit log (`spark.log`) go into `folder`, and `expected` is (rows, dead letters)."""
+    return [
+        *(sys.executable, "-m", "rtm_lab.apps.faults", "--bootstrap", bootstrap, "--topic", topic),
+        *("--dsn", dsn, "--schema", schema, "--checkpoint", str(folder / "checkpoint")),
+        *("--marker", str(folder / "failed-once"), "--poison-key", str(poison_key)),
+        *("--commit-log", str(folder / "spark.log")),
+        *("--rows", str(expected[0]), "--dead-letters", str(expected[1])),
+        *(("--dedup",) if dedup else ()),
+        *(("--hold-scheduler",) if hold_scheduler else ()),
+        *("--restarts", str(restarts)),
+        # A slow machine (a standalone cluster beside two busy loops) took over 90 s to reach the poison key.
+        *("--timeout", "180"),
+        *(arg for conf in confs for arg in ("--conf", conf)),
+    ]
 
 
 def commit_log_conf(path: str) -> dict[str, str]:
