@@ -398,3 +398,22 @@ def test_sink_page_every_retry_run_ended_one_of_two_ways_and_lost_nothing():
     assert {run["outcome"] for run in runs} <= {"retried", "commit-denied"}
     assert all(run["lost"] == 0 and run["duplicate_keys"] == 0 and run["dead_letters_missing"] == 0 for run in runs)
     assert all(run["query_failures"] == (run["outcome"] == "commit-denied") for run in runs)
+
+
+def test_sink_page_every_retry_committed_in_a_shared_driver_and_in_a_fresh_driver_per_run():
+    """The Postgres sink page: every retry committed in 160 runs, 100 in one shared driver and 60 with a fresh driver
+    per run (30 of them beside two busy loops); each row's run count is the runs it really has."""
+    from rtm_lab.benchmarks import retry_outcomes
+
+    result = retry_outcomes.normalised(json.loads((RESULTS / "retry-outcomes.json").read_text()))
+    rows = {(s["driver"], s["hogs"]): retry_outcomes.summary(s) for s in result["settings"]}
+    assert {key: row["runs"] for key, row in rows.items()} == {
+        ("shared", 0): 50,
+        ("shared", 2): 50,
+        ("fresh", 0): 30,
+        ("fresh", 2): 30,
+    }
+    assert all(row["retried"] == row["runs"] and row["commit-denied"] == 0 for row in rows.values()), rows
+    table = retry_outcomes.markdown(result)
+    for (driver, hogs), row in rows.items():
+        assert f"| {driver} | {hogs} | {row['runs']} | {row['retried']} | 0 |" in table
