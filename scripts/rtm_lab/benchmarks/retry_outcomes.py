@@ -227,9 +227,12 @@ def markdown(result: dict) -> str:
 
     result = normalised(result)
     rows = [[summary(setting)[key] for _, key, _ in COLUMNS] for setting in result["settings"]]
+    # Named sections, not line numbers, for the page: it shows the table open and the measurements in its evidence
+    # block, and a rerun that adds a row or a measurement moves every line after it.
     lines = [
         generated_note("python scripts/tables.py retry-outcomes"),
         "",
+        "--8<-- [start:table]",
         markdown_table([c[0] for c in COLUMNS], rows, [c[2] for c in COLUMNS]),
         f"- Each run: {EVENTS:,} events (10 % duplicates, 2 % bad records) on a {PARTITIONS}-partition topic, "
         f"Kafka -> real-time mode -> Python `foreach` writer -> Postgres upsert at `{MASTER}` (two attempts "
@@ -239,6 +242,7 @@ def markdown(result: dict) -> str:
     for driver in (SHARED, FRESH):
         if any(s["driver"] == driver for s in result["settings"]):
             lines.append(f"- A {driver} driver: {DRIVERS[driver]}.")
+    lines += ["--8<-- [end:table]", "--8<-- [start:evidence]"]
     for i, measurement in enumerate(result["measurements"]):
         settings = [s for s in result["settings"] if s["measurement"] == i]
         hogs = " and ".join(str(s["hogs"]) for s in settings)
@@ -247,7 +251,7 @@ def markdown(result: dict) -> str:
             planned = settings[0].get("planned_runs")
             lines.append(f"  - Stopped at {measurement['stopped']}, before the {planned} runs per row asked for")
         lines += ["  " + line for line in record_lines(measurement, runs=sum(len(s["runs"]) for s in settings))]
-    return "\n".join([*lines, ""])
+    return "\n".join([*lines, "--8<-- [end:evidence]", ""])
 
 
 def write(result: dict, json_path: Path) -> Path:
