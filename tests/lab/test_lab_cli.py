@@ -246,7 +246,7 @@ import base64, encodings.idna, re, stringprep, unicodedata, uuid
 import kafka, kafka.admin, kafka.errors, psycopg2, psycopg2.extensions, tenacity
 from rtm_lab import cli, errors, jars, java, kafka as _, lab, paths, ports, postgres, processes, signals, waiting
 import rtm_lab.engines.flink, rtm_lab.monitoring.prometheus  # scripts/lab.py and lab.down's
-import rtm_lab.snippet_jar, rtm_lab.spark_class_archive  # scripts/lab.py's setup steps
+import rtm_lab.snippet_jar, rtm_lab.spark_class_archive, rtm_lab.spark_conf  # scripts/lab.py's setup and env
 jars.locked(_.GROUP)  # the jar lock file too
 script, user, *args = sys.argv[1:]
 code = compile(open(script).read(), script, "exec")

@@ -490,7 +490,13 @@ def child_main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--warmup", type=cli.non_negative_float, required=True, help="seconds of events left out of percentiles"
     )
-    parser.add_argument("--interval", default=RTM_INTERVAL, help=f"real-time batch duration ({RTM_INTERVAL})")
+    parser.add_argument(
+        "--batch-duration",
+        "--interval",
+        dest="interval",
+        default=RTM_INTERVAL,
+        help=f"real-time batch duration ({RTM_INTERVAL})",
+    )
     parser.add_argument("--fetch-wait-ms", type=int, default=FETCH_MAX_WAIT_MS, help="kafka.fetch.max.wait.ms")
     parser.add_argument("--pipeline", choices=PIPELINES, default="passthrough")
     parser.add_argument("--out", required=True, help="where to write the result JSON")
