@@ -8,7 +8,7 @@ import pytest
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.probes import readiness
 from rtm_lab.probes.harness import RUNS, Probe, probe
-from rtm_lab.probes.support_matrix import CASES, real_time_allowlist
+from rtm_lab.probes.support_matrix import CASES, parsed, real_time_allowlist
 
 # The Kafka -> Kafka case is both the "Kafka source" and the "Kafka sink" cell: run it once.
 _seen: dict = {}
@@ -74,6 +74,60 @@ def test_python_transform_with_state_is_not_on_the_allowlist(spark):
     operators = real_time_allowlist(spark, "allowedOperators")
     assert any(name.endswith(".TransformWithStateExec") for name in operators), operators
     assert not any("PySpark" in name or "Python" in name for name in operators), operators
+
+
+@pytest.mark.slow
+def test_jvm_udf_runs_in_the_projection_without_a_python_worker(spark, lab, tmp_path, stop_after):
+    """Spark's guide lists "scalar user-defined functions (UDFs)" among what real-time mode runs. A JVM UDF
+    (spark.udf.registerJavaFunction, snippets/jvm/rtmlab/ShoutUdf.java) is one: under realTime= its rows come out
+    transformed, and the plan has no Python evaluation node, which the refused Python UDF cases plan."""
+    import json
+
+    from rtm_lab import plans, topics
+    from snippets.reference.support_matrix import shout_in_the_jvm
+
+    p = Probe(spark, lab.kafka_bootstrap, tmp_path)
+    try:
+        query = stop_after(p.to_kafka(shout_in_the_jvm(spark, parsed(p.kafka()))))
+        plan = plans.wait_for_real_time_scan(query, timeout_s=90)
+        p.feed()
+        out = topics.read_all(lab.kafka_bootstrap, p.sink_topic, expected=p.rows, timeout_s=90)
+        assert query.isActive, plans.failure(query)
+        query.stop()
+    finally:
+        p.cleanup()
+    assert sorted(json.loads(r.value)["k"] for r in out) == ["K0!", "K0!", "K1!"]
+    assert "shout(" in plan, plan
+    assert "EvalPython" not in plan, plan
+
+
+@pytest.mark.slow
+def test_dedup_keys_leave_out_a_metadata_column_selected_after_it(spark, tmp_path):
+    """SPARK-59315 is in 4.3.0: PR #58592's own example, two text files holding the same line, dropDuplicates() and
+    then _metadata.file_path selected, writes one row (before the fix, _metadata joined the key: one row per file).
+    The pinned jar has the method the fix added. A file source is micro-batch only: availableNow here."""
+    source = tmp_path / "in"
+    source.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (source / name).write_text("same\n")
+    deduped = spark.readStream.format("text").load(str(source)).dropDuplicates()
+    table = f"dedup_metadata_{tmp_path.name}"
+    query = (
+        deduped.select("value", "_metadata.file_path")
+        .writeStream.format("memory")
+        .queryName(table)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    rows = spark.table(table).collect()
+    assert [r.value for r in rows] == ["same"], rows
+
+    jvm = spark.sparkContext._jvm
+    rule = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.analysis.ResolveDeduplicate$")
+    methods = {str(m.getName()) for m in rule.getDeclaredMethods()}
+    assert "recomputeKeysPreservingMetadataBoundary" in methods, sorted(methods)
 
 
 @pytest.mark.timing

@@ -3,6 +3,8 @@
     python -m rtm_lab.probes.readiness            write docs/results/readiness-check.json (and print N/N agreeing)
     python -m rtm_lab.probes.readiness --public   rerun only the public-example cases (rtm_lab.probes.public_examples) and the two
                                           sample reports in that file
+    python -m rtm_lab.probes.readiness --case 'support-matrix[ID]'   rerun only that case (repeatable) and put its
+                                          row into that file in case order
 
 For each case the checker's verdict (runs, or where it fails and with which error class) is put beside what Spark
 did when the case was started for real (`rtm_lab.probes.harness.probe`). The same comparison runs in the test suite inside
@@ -172,24 +174,28 @@ def run_samples(bootstrap: str) -> dict:
         topics.delete_topic(bootstrap, sink)
 
 
-def main() -> int:
-    from rtm_lab import lab
+def _all_cases() -> list[tuple[str, Callable[[Probe], StreamingQuery]]]:
     from rtm_lab.probes.mistakes import MISTAKES
     from rtm_lab.probes.support_matrix import CASES
-    from rtm_lab.spark import spark_session
-    from rtm_lab.versions import SPARK_VERSION
 
-    state, _ = lab.up(log=lambda line: print(line, file=sys.stderr))
-    spark = spark_session("readiness", slots=SLOTS, conf={"spark.sql.shuffle.partitions": "2"})
+    return [(f"support-matrix[{c.id}]", c.start) for c in CASES] + [(f"errors[{m.id}]", m.start) for m in MISTAKES]
+
+
+def _case_rows(bootstrap: str, only: set[str] | None = None) -> list[dict]:
+    """Check, then run, every case (or only the named ones): one row each, checker beside Spark."""
+    from rtm_lab import snippet_jar
+    from rtm_lab.spark import spark_session
+
+    # The JVM snippets jar goes on spark.jars for the support-matrix case that registers a Java UDF from it.
+    conf = {"spark.sql.shuffle.partitions": "2", "spark.jars": snippet_jar.session_jars()}
+    spark = spark_session("readiness", slots=SLOTS, conf=conf)
     rows, seen = [], {}
-    cases = [(f"support-matrix[{c.id}]", c.start) for c in CASES] + [(f"errors[{m.id}]", m.start) for m in MISTAKES]
-    for name, start in cases:
+    for name, start in _all_cases():
+        if only is not None and name not in only:
+            continue
         if start not in seen:  # the Kafka source and Kafka sink rows are one query
             with tempfile.TemporaryDirectory() as work:
-                runners = (
-                    Probe(spark, state.kafka_bootstrap, Path(work) / "c"),
-                    Probe(spark, state.kafka_bootstrap, Path(work) / "p"),
-                )
+                runners = (Probe(spark, bootstrap, Path(work) / "c"), Probe(spark, bootstrap, Path(work) / "p"))
                 try:
                     report = check(start, runners[0])
                     with errors.settings_restored(spark):
@@ -203,23 +209,52 @@ def main() -> int:
         rows.append({**row, "agree": agrees(report, observed)})
         print(("agree   " if row["checker"] == row["spark"] else "DISAGREE"), name, row["checker"], file=sys.stderr)
     spark.stop()
+    return rows
 
-    samples = run_samples(state.kafka_bootstrap)
-    public = public_rows(lambda line: print(line, file=sys.stderr))
-    agreeing = sum(r["agree"] for r in rows)
-    result = {
-        "spark": SPARK_VERSION,
-        "agree": agreeing,
-        "cases": len(rows),
-        "rows": rows,
-        "samples": samples,
-        "public": public,
-    }
+
+def _write(result: dict) -> None:
+    result["agree"], result["cases"] = sum(r["agree"] for r in result["rows"]), len(result["rows"])
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(
-        f"readiness check agrees with Spark on {agreeing}/{len(rows)} cases; wrote {RESULTS.relative_to(PROJECT_ROOT)}"
+        f"readiness check agrees with Spark on {result['agree']}/{result['cases']} cases; "
+        f"wrote {RESULTS.relative_to(PROJECT_ROOT)}"
     )
-    return 0 if agreeing == len(rows) and all(r["agree"] for r in public) else 1
+
+
+def main() -> int:
+    from rtm_lab import lab
+    from rtm_lab.versions import SPARK_VERSION
+
+    state, _ = lab.up(log=lambda line: print(line, file=sys.stderr))
+    rows = _case_rows(state.kafka_bootstrap)
+    samples = run_samples(state.kafka_bootstrap)
+    public = public_rows(lambda line: print(line, file=sys.stderr))
+    result = {"spark": SPARK_VERSION, "agree": 0, "cases": 0, "rows": rows, "samples": samples, "public": public}
+    _write(result)
+    return 0 if result["agree"] == result["cases"] and all(r["agree"] for r in public) else 1
+
+
+def cases_only(names: list[str]) -> int:
+    """Rerun the named cases (a case added or changed) and put their rows into the results file in case order; the
+    other rows, the samples and the public examples stay as last run."""
+    from rtm_lab import lab
+
+    known = [name for name, _ in _all_cases()]
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        print(
+            f"error: no such case: {', '.join(unknown)} (names look like support-matrix[source-kafka])", file=sys.stderr
+        )
+        return 2
+    result = json.loads(RESULTS.read_text())
+    fresh = {
+        r["case"]: r
+        for r in _case_rows(lab.up(log=lambda line: print(line, file=sys.stderr))[0].kafka_bootstrap, set(names))
+    }
+    kept = {r["case"]: r for r in result["rows"]}
+    result["rows"] = [fresh.get(name) or kept[name] for name in known if name in fresh or name in kept]
+    _write(result)
+    return 0 if all(r["agree"] for r in fresh.values()) else 1
 
 
 if __name__ == "__main__":
@@ -227,4 +262,11 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(prog="python -m rtm_lab.probes.readiness", description=__doc__.split("\n\n")[0])
     parser.add_argument("--public", action="store_true", help="rerun only the public-example cases")
-    sys.exit(public_only() if parser.parse_args().public else main())
+    parser.add_argument(
+        "--case",
+        action="append",
+        metavar="NAME",
+        help="rerun only this case, e.g. support-matrix[source-kafka] (repeatable)",
+    )
+    args = parser.parse_args()
+    sys.exit(public_only() if args.public else cases_only(args.case) if args.case else main())

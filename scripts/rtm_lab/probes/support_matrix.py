@@ -20,6 +20,7 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 
 from rtm_lab.probes.harness import AT_CALL, AT_START, RUNS, Outcome, Probe, at_run_time, at_start
+from snippets.reference.support_matrix import shout_in_the_jvm
 
 # ---- The cases -------------------------------------------------------------------------------------------------
 
@@ -31,6 +32,9 @@ class Case:
     start: Callable[[Probe], StreamingQuery]
     expected: Outcome
     databricks: str  # what the Databricks docs say (structured-streaming/real-time/reference and /limitations)
+    # The case loads a class from the JVM snippets jar (rtm_lab.snippet_jar), which must be on `spark.jars` when the
+    # session starts: the tests' session has it; a session built without it cannot run the case.
+    needs_snippet_jar: bool = False
 
     @property
     def id(self) -> str:
@@ -247,6 +251,10 @@ def _pandas_udf(p: Probe) -> StreamingQuery:
     return p.to_kafka(parsed(p.kafka()).select("id", shout("k").alias("k")))
 
 
+def _jvm_udf(p: Probe) -> StreamingQuery:
+    return p.to_kafka(shout_in_the_jvm(p.spark, parsed(p.kafka())))
+
+
 def _sort_merge_join(p: Probe) -> StreamingQuery:
     names = p.spark.createDataFrame([("k0", "even"), ("k1", "odd")], "k STRING, parity STRING")
     return p.to_kafka(parsed(p.kafka()).join(names.hint("merge"), "k"))
@@ -442,6 +450,14 @@ CASES: list[Case] = [
         _pandas_udf,
         at_run_time(NOT_IN_ALLOWLIST, "ArrowEvalPythonExec"),
         "supported, with some limitations [ref]",
+    ),
+    Case(
+        "Operator",
+        "JVM scalar UDF (registerJavaFunction)",
+        _jvm_udf,
+        Outcome(RUNS),
+        DBX_NOT_CHECKED,
+        needs_snippet_jar=True,
     ),
     Case(
         "Operator", "mapInPandas", _map_in_pandas, at_run_time(NOT_IN_ALLOWLIST, "MapInPandasExec"), DBX_MAP_PARTITIONS
