@@ -6,11 +6,11 @@ recipe snippets/jvm/build_writer.sh; the jar goes on `spark.jars` before the
 session starts.
 """
 
+# --8<-- [start:jvm_udf]
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 
-# --8<-- [start:jvm_udf]
 def shout_in_the_jvm(spark: SparkSession, events: DataFrame) -> DataFrame:
     # The class comes from a jar on spark.jars. Spark calls it inside the JVM,
     # so no Python worker runs and the plan keeps a plain projection.
