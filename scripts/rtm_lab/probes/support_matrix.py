@@ -315,9 +315,10 @@ NOT_IN_ALLOWLIST = "STREAMING_REAL_TIME_MODE.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST"
 INPUT_NOT_SUPPORTED = "STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED"
 # Databricks cells name the page they come from in brackets ([ref], [lim], [setup]); docs/reference/support-matrix.md
 # expands each tag to its URL, edition and the month it was read (November 2026). Refresh all of them together.
+# They follow the newest edition read; where an older edition says otherwise, the cell says so too.
 DBX_NOT_LISTED = "not listed [ref]"
 DBX_NOT_CHECKED = "not checked"  # the pages read do not say; see the page's note
-DBX_MAP_PARTITIONS = "may block output and add latency [lim]"
+DBX_MAP_PARTITIONS = "not supported [lim]; older copies: may block output and add latency"
 
 
 CASES: list[Case] = [
@@ -346,7 +347,7 @@ CASES: list[Case] = [
     ),
     Case("Sink", "Kafka", _kafka_to_kafka, Outcome(RUNS), "supported [ref]"),
     Case("Sink", "foreach (Python function)", _foreach, Outcome(RUNS), "supported (forEachWriter) [ref]"),
-    Case("Sink", "foreachBatch", _foreach_batch, at_start(NOT_IN_ALLOWLIST, "ForeachBatchSink"), DBX_NOT_LISTED),
+    Case("Sink", "foreachBatch", _foreach_batch, at_start(NOT_IN_ALLOWLIST, "ForeachBatchSink"), "not supported [ref]"),
     Case("Sink", "console", _console, Outcome(RUNS), DBX_NOT_LISTED),
     Case("Sink", "memory", _memory, at_start(NOT_IN_ALLOWLIST, "MemorySink"), DBX_NOT_LISTED),
     Case("Sink", "noop", _sink("noop"), at_start(NOT_IN_ALLOWLIST, "NoopTable"), DBX_NOT_LISTED),
@@ -359,7 +360,7 @@ CASES: list[Case] = [
         "not supported (Delta) [ref]",
     ),
     Case("Operator", "project / filter", _project_filter, Outcome(RUNS), "supported [ref]"),
-    Case("Operator", "union of two Kafka sources", _union, Outcome(RUNS), "supported [ref]"),
+    Case("Operator", "union of two Kafka sources", _union, Outcome(RUNS), "supported, with some limitations [ref]"),
     Case(
         "Operator",
         "union of two reads of one topic",
@@ -379,14 +380,14 @@ CASES: list[Case] = [
         "broadcast stream-static join",
         _broadcast_join,
         Outcome(RUNS),
-        "supported (table should be small) [ref]",
+        "supported, static table 10 MB or less [ref]",
     ),
     Case(
         "Operator",
         "stream-static join without broadcast (sort-merge)",
         _sort_merge_join,
         at_run_time(NOT_IN_ALLOWLIST, "SortExec"),
-        "only the broadcast join is listed [ref]",
+        "not supported [ref]",
     ),
     Case(
         "Operator",
@@ -401,13 +402,13 @@ CASES: list[Case] = [
     Case(
         "Operator", "windowed aggregation", _window, Outcome(RUNS), "supported (tumbling, sliding; not session) [ref]"
     ),
-    Case("Operator", "dropDuplicates", _drop_duplicates, Outcome(RUNS), "supported (state is unbounded) [ref]"),
+    Case("Operator", "dropDuplicates", _drop_duplicates, Outcome(RUNS), "supported [ref]"),
     Case(
         "Operator",
         "dropDuplicatesWithinWatermark",
         _drop_duplicates_within_watermark,
         at_run_time(NOT_IN_ALLOWLIST, "StreamingDeduplicateWithinWatermarkExec"),
-        "not supported [ref] (the copy read; see the note)",
+        "supported [ref]; older copies: not supported",
     ),
     Case(
         "Operator",
@@ -428,7 +429,7 @@ CASES: list[Case] = [
         "stream-stream join",
         _stream_stream_join,
         at_run_time(NOT_IN_ALLOWLIST, "StreamingSymmetricHashJoinExec"),
-        "inner joins supported with extra settings, Runtime 18 LTS+ [setup]; outer joins not supported [setup]",
+        "inner: Runtime 18 LTS+, with extra settings [ref] [setup]; outer: not supported [ref]",
     ),
     Case(
         "Operator",
