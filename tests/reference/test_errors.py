@@ -1,11 +1,13 @@
 """Each mistake on the errors page fails on the pinned Spark with the error class and message the page quotes."""
 
+import re
 import subprocess
 import sys
 
 import pytest
 
 from rtm_lab import plans
+from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.probes import readiness
 from rtm_lab.probes.harness import RUNS, Outcome, Probe, probe, session_confs
 from rtm_lab.probes.mistakes import MISTAKES
@@ -75,6 +77,16 @@ def test_every_real_time_error_class_is_reproduced_or_listed():
     reproduced |= {c.expected.error for c in ALLOWLIST_OFF}
     defined = errors.real_time_error_classes()
     assert defined - reproduced == errors.NOT_REPRODUCED
+
+
+def test_databricks_only_error_classes_are_not_in_oss_spark():
+    """The page's Databricks-only table names real-time error classes the pinned Spark does not define."""
+    page = (PROJECT_ROOT / "docs/reference/errors.md").read_text().split("## Databricks-only errors", 1)[1]
+    named = set(re.findall(r"^\| `([A-Z_]+)` \|", page.split("\n## ", 1)[0], re.MULTILINE))
+    defined = errors.real_time_error_classes()
+    assert {"EXACTLY_ONCE_SINK_NOT_SUPPORTED", "SHUFFLE_MORE_THAN_ONCE"} <= named, named
+    assert "STREAMING_REAL_TIME_MODE.OUTPUT_MODE_NOT_SUPPORTED" in defined, defined
+    assert not {f"STREAMING_REAL_TIME_MODE.{name}" for name in named} & defined
 
 
 @pytest.mark.slow
