@@ -457,7 +457,7 @@ CASES: list[Case] = [
         "JVM scalar UDF (registerJavaFunction)",
         _jvm_udf,
         Outcome(RUNS),
-        DBX_NOT_CHECKED,
+        "Scala UDFs: supported, with some limitations [ref]",
         needs_snippet_jar=True,
     ),
     Case(
