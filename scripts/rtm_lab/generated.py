@@ -89,13 +89,31 @@ def spark_settings(spark, **known) -> dict:
     }
 
 
+RECOVERED_MARK = " (recovered)"
+
+
+def _recorded(record: dict, key: str) -> tuple[object, bool] | None:
+    """(value, recovered after the run) of a setting, or None when the file has neither."""
+    for recorded in (record.get("settings", {}), record):  # older files kept their settings at the top level
+        if key in recorded:
+            return recorded[key], False
+    recovered = record.get("recovered", {}).get("settings", {})
+    return (recovered[key], True) if key in recovered else None
+
+
 def setting(record: dict, key: str, unit: str = "") -> str:
     """`record["settings"][key]` (or `record[key]`) for a table, marked when it was recovered after the run (see "recovered" in the
     file), or NOT_RECORDED."""
-    for recorded in (record.get("settings", {}), record):  # older files kept their settings at the top level
-        if key in recorded:
-            return f"{recorded[key]}{unit}"
-    recovered = record.get("recovered", {}).get("settings", {})
-    if key in recovered:
-        return f"{recovered[key]}{unit} (recovered)"
-    return NOT_RECORDED
+    found = _recorded(record, key)
+    if found is None:
+        return NOT_RECORDED
+    value, recovered = found
+    return f"{value}{unit}{RECOVERED_MARK if recovered else ''}"
+
+
+def code_setting(record: dict, key: str, template: str = "{}") -> str:
+    """A setting shown as code, e.g. `realTime="5 seconds"` from template 'realTime="{}"'. The "(recovered)" marker
+    goes after the code span: inside it, it would read as part of the value a reader copies."""
+    found = _recorded(record, key)
+    value, recovered = found if found is not None else (NOT_RECORDED, False)
+    return f"`{template.format(value)}`{RECOVERED_MARK if recovered else ''}"

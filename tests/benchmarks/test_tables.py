@@ -59,9 +59,23 @@ def test_a_setting_the_results_file_lacks_shows_as_not_recorded_never_as_todays_
     assert "| 5 seconds (recovered) |" in recovered and "10 ms (recovered)" in recovered
     assert old["recovered"]["commit"][:7] in recovered
 
+    assert "master `local[4]` (recovered)" in recovered  # the marker after the code span, not in the value
+
     tuning = json.loads((results / "kafka-tuning.json").read_text())
+    assert '`realTime="5 seconds"` (recovered)' in kafka_tuning.markdown(tuning)
     del tuning["recovered"]
     assert 'realTime="not recorded"' in kafka_tuning.markdown(tuning)
+
+
+CODE_SPAN = re.compile(r"`[^`\n]+`")
+
+
+def test_no_results_file_puts_a_recovered_marker_inside_a_code_span():
+    """ "(recovered)" says how a value was found; inside backticks (`realTime="5 seconds (recovered)"`) it reads as
+    part of the value a reader would copy."""
+    for path in sorted(RESULTS.glob("*.md")):
+        inside = [span for span in CODE_SPAN.findall(path.read_text()) if "(recovered)" in span]
+        assert not inside, f"{path.name}: {inside}"
 
 
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"

@@ -35,7 +35,7 @@ from pyspark.errors import StreamingQueryException
 from rtm_lab import cli, lab, loadgen, machine, percentiles, plans, sink_check, snippet_jar, topics, warmup
 from rtm_lab.benchmarks import held_rate
 from rtm_lab.errors import LabError
-from rtm_lab.generated import SHUFFLE_WAIT_CONF, markdown_table, setting, spark_settings
+from rtm_lab.generated import SHUFFLE_WAIT_CONF, code_setting, markdown_table, setting, spark_settings
 from rtm_lab.intervals import interval_ms
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.guides.kafka_to_postgres import BATCH_DURATION, FETCH_MAX_WAIT_MS, SESSION_CONF, start_pipeline
@@ -375,8 +375,10 @@ def run_interval(result: dict, run: dict) -> str:
     return run["scenario"].get("interval") or setting(result, "real_time_interval")
 
 
-def _master(result: dict) -> str:
-    return result.get("spark_master") or setting(result, "spark_master")
+def _master_code(result: dict) -> str:
+    """The master in backticks, a "(recovered)" marker after them, not inside."""
+    recorded = result.get("spark_master")
+    return f"`{recorded}`" if recorded else code_setting(result, "spark_master")
 
 
 def _shuffle_wait(result: dict) -> str:
@@ -409,7 +411,7 @@ def markdown(result: dict) -> str:
         f"{result['versions'].get('spark_kafka_connector', '?')}, Postgres {result['postgres_version']}, "
         f"sink flush at {result['runs'][0]['scenario']['max_rows']} rows or {DEFAULT_DWELL_MS} ms (another dwell is in "
         "the run's name); "
-        f"one Spark session for every run, master `{_master(result)}` (sized for the largest scenario: Kafka "
+        f"one Spark session for every run, master {_master_code(result)} (sized for the largest scenario: Kafka "
         f"partitions, x2 with dedup); Kafka fetch wait (`kafka.fetch.max.wait.ms`) {_fetch_wait(result)}, "
         f"streaming shuffle wait {_shuffle_wait(result)}"
         + "".join(f", `{k}={v}`" for k, v in result.get("session_conf", {}).items() if k != SHUFFLE_WAIT_CONF)

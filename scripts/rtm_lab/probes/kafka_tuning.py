@@ -16,8 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from rtm_lab.generated import generated_note, markdown_table
-from rtm_lab.generated import setting as recorded_setting
+from rtm_lab.generated import code_setting, generated_note, markdown_table
 from rtm_lab.machine import run_span
 from rtm_lab.probes.stamped_rows import LOG_APPEND_TIME, produce_paced, read_latencies
 from rtm_lab.waiting import wait_until
@@ -30,6 +29,9 @@ class Setting:
     name: str
     options: dict[str, str]
 
+
+# How the footer shows the batch duration: as the trigger call a reader writes.
+REAL_TIME_TEMPLATE = 'realTime="{}"'
 
 # The same paced rows go through each setting. fetch.min.bytes far above one small record makes the broker wait
 # for fetch.max.wait.ms: that is the case where the wait is the latency.
@@ -97,7 +99,7 @@ def markdown(report: dict) -> str:
         "",
         f"Measured in {run_span(len(report['results']), [report])} with `{report['command']}` on {machine['cores']} cores, "
         f"{machine['memory_gib']} GiB, {machine['cpu_model']}, {machine['os']}; Spark {report['versions']['spark']}, "
-        f'Kafka broker {report["versions"]["kafka_broker"]}, `local[{report["slots"]}]`, `realTime="{recorded_setting(report, "real_time_interval")}"`, '
+        f"Kafka broker {report['versions']['kafka_broker']}, `local[{report['slots']}]`, {code_setting(report, 'real_time_interval', REAL_TIME_TEMPLATE)}, "
         f"{report['rate']} rows/s, 1-partition topics with LogAppendTime; 1-minute load average at start "
         f"{machine.get('load_average_1m_at_start', 'not recorded')}.",
         "",
