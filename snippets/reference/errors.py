@@ -293,6 +293,27 @@ def switch_from_micro_batch(
 # --8<-- [end:switch_from_micro_batch]
 
 
+# --8<-- [start:switch_stateless_from_micro_batch]
+def switch_stateless_from_micro_batch(
+    spark, bootstrap, source, sink, checkpoint
+) -> StreamingQuery:
+    # Wrong too: a stateless query's micro-batch checkpoint is refused the same way.
+    events = read_events(spark, bootstrap, source)
+    micro_batch = to_kafka(events, bootstrap, sink, checkpoint).trigger(
+        availableNow=True
+    )
+    micro_batch.start().awaitTermination()
+    return (
+        to_kafka(events, bootstrap, sink, checkpoint)
+        .outputMode("update")
+        .trigger(realTime=BATCH_DURATION)
+        .start()
+    )
+
+
+# --8<-- [end:switch_stateless_from_micro_batch]
+
+
 # --8<-- [start:error_class]
 from py4j.java_gateway import is_instance_of  # noqa: E402
 from pyspark import SparkContext  # noqa: E402
@@ -364,6 +385,7 @@ MISTAKES = (
     incompatible_conf,
     async_checkpoint_interval,
     switch_from_micro_batch,
+    switch_stateless_from_micro_batch,
     python_udf,
 )
 
@@ -430,8 +452,8 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     chosen = [m for m in MISTAKES if m.__name__ in sys.argv[3:]] or MISTAKES
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     spark = (
         SparkSession.builder.appName("rtm-mistakes").master("local[4]").getOrCreate()
     )

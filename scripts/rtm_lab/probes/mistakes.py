@@ -114,6 +114,13 @@ MISTAKES: list[Mistake] = [
         feed_first=True,
     ),
     Mistake(
+        "stateless micro-batch checkpoint reused in real-time mode",
+        errors.switch_stateless_from_micro_batch,
+        Outcome(AT_RUN_TIME, f"{RT}.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED", "use a fresh checkpoint location"),
+        "Start the real-time query on a new checkpoint location.",
+        feed_first=True,
+    ),
+    Mistake(
         "Python UDF",
         errors.python_udf,
         Outcome(AT_RUN_TIME, f"{RT}.OPERATOR_OR_SINK_NOT_IN_ALLOWLIST", "ArrowEvalPythonExec is not in the operator"),
