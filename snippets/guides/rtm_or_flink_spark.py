@@ -156,8 +156,8 @@ def start_pipeline(
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in PIPELINES:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
         session = SparkSession.builder.appName(f"rtm-{sys.argv[1]}").getOrCreate()
         bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]

@@ -166,8 +166,8 @@ if __name__ == "__main__":
 
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     spark = SparkSession.builder.appName("delivery-semantics").getOrCreate()
     # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run
     # leaves nothing behind.

@@ -1,11 +1,11 @@
 """A Kafka source for real-time mode with the consumer settings that decide how soon a
 fresh record is read.
 
-    python snippets/reference/kafka_tuning.py SOURCE_TOPIC SINK_TOPIC
+    python kafka_tuning.py SOURCE_TOPIC SINK_TOPIC
 
 copies SOURCE_TOPIC to SINK_TOPIC in real-time mode through this source on
-KAFKA_BOOTSTRAP_SERVERS. What the settings change is measured by
-scripts/rtm_lab/probes/kafka_tuning.py (the page's table).
+KAFKA_BOOTSTRAP_SERVERS. What the settings change is measured in the Kafka tuning
+reference's table.
 """
 
 import os
@@ -49,8 +49,8 @@ BATCH_DURATION = "5 minutes"
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     spark = SparkSession.builder.appName("kafka-tuning").getOrCreate()
     bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
     # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run

@@ -1,7 +1,7 @@
 """Measure real-time latencies in open-source Spark, which reports none, from Kafka
 timestamps and a per-row JVM clock.
 
-    python snippets/reference/latency_metrics.py SOURCE_TOPIC SINK_TOPIC
+    python latency_metrics.py SOURCE_TOPIC SINK_TOPIC
 
 runs the stamped Kafka -> Spark -> Kafka query in real-time mode on
 KAFKA_BOOTSTRAP_SERVERS (topics created with message.timestamp.type=LogAppendTime) and
@@ -138,8 +138,8 @@ if __name__ == "__main__":
 
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     spark = SparkSession.builder.appName("latency-metrics").getOrCreate()
     bootstrap, (source, sink) = os.environ["KAFKA_BOOTSTRAP_SERVERS"], sys.argv[1:]
     # A temporary checkpoint, removed when the query ends (Ctrl-C included): a run

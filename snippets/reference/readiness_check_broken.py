@@ -1,8 +1,7 @@
 """A query with four things real-time mode refuses, for the readiness check to find
 before it is started.
 
-    python scripts/rtm_check.py --slots 4 \\
-        snippets/reference/readiness_check_broken.py SOURCE_TOPIC SINK_TOPIC
+    python rtm_check.py --slots 4 readiness_check_broken.py SOURCE_TOPIC SINK_TOPIC
 
 (on KAFKA_BOOTSTRAP_SERVERS). Started for real, Spark would stop at the first one, at
 start(): the trigger.

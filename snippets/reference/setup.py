@@ -96,8 +96,8 @@ def default_batch_duration_ms(spark: SparkSession) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     spark = SparkSession.builder.appName("rtm-setup").getOrCreate()
     print(
         real_time_settings(spark),

@@ -142,8 +142,8 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     from pyspark.sql import SparkSession
 
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS).
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     spark = (
         SparkSession.builder.appName("slot-sizing")
         .config("spark.sql.shuffle.partitions", "2")

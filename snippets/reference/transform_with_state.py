@@ -146,9 +146,9 @@ if __name__ == "__main__":
 
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    # The Kafka connector comes from `spark.jars` (e.g. spark-submit --jars, or
-    # PYSPARK_SUBMIT_ARGS). transformWithState needs the RocksDB state store; real-time
-    # mode sets it by default, micro-batch does not.
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages. transformWithState needs
+    # the RocksDB state store; real-time mode sets it by default, micro-batch does not.
     spark = (
         SparkSession.builder.appName("transform-with-state")
         .config(

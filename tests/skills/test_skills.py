@@ -139,6 +139,42 @@ def test_the_skill_ships_the_readiness_checker_with_a_manifest_entry(sandbox):
     assert entry["sha256"] == hashlib.sha256(source).hexdigest() and entry["size"] == len(source)
 
 
+def test_a_page_ships_a_whole_file_it_names_and_the_skill_names_it_by_its_skill_path(sandbox):
+    """`skill_files` in a page's frontmatter ships a repository file whole; every mention of its repository path in
+    the skill (a command, a sentence) becomes its path in the skill, except the source notes validate reads, and
+    SKILL.md's `{{ shipped }}` lists it."""
+    page = sandbox / "docs" / "reference" / "slot-sizing.md"
+    text = page.read_text().replace(
+        "title: Slot sizing\n",
+        "title: Slot sizing\nskill_files:\n  assets/reference/slot_sizing.py: snippets/reference/slot_sizing.py\n",
+    )
+    page.write_text(text + "\nRun `python snippets/reference/slot_sizing.py` on your query.\n")
+    template = sandbox / TEMPLATES / SKILL / "SKILL.md"
+    template.write_text(template.read_text() + "\nShips: {{ shipped }}.\n")
+    assert skills(sandbox, "generate").returncode == 0
+    out = sandbox / "skills" / SKILL
+    assert (out / "assets" / "reference" / "slot_sizing.py").read_text() == SNIPPET
+    reference = (out / "references" / "slot-sizing.md").read_text()
+    assert "Run `python assets/reference/slot_sizing.py` on your query." in reference
+    assert "<!-- source: snippets/reference/slot_sizing.py:rule -->" in reference
+    assert (
+        "Ships: `assets/quickstart/kafka_to_kafka.py`, `assets/reference/slot_sizing.py`, `scripts/rtm_check.py`."
+        in (out / "SKILL.md").read_text()
+    )
+    assert skills(sandbox, "validate").returncode == 0
+
+
+def test_a_shipped_file_must_land_under_scripts_or_assets(sandbox):
+    page = sandbox / "docs" / "reference" / "slot-sizing.md"
+    page.write_text(
+        page.read_text().replace(
+            "title: Slot sizing\n", "title: Slot sizing\nskill_files:\n  x.py: snippets/reference/slot_sizing.py\n"
+        )
+    )
+    result = skills(sandbox, "generate")
+    assert result.returncode != 0 and "skill_files: x.py must be a new path under scripts/ or assets/" in result.stderr
+
+
 def test_generate_twice_gives_identical_bytes(sandbox, tmp_path_factory):
     first = snapshot(sandbox)
     other = tmp_path_factory.mktemp("again")

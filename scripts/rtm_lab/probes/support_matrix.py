@@ -415,7 +415,8 @@ CASES: list[Case] = [
         "transformWithState (Python, Row)",
         _transform_with_state,
         at_run_time("STDS_FAILED_TO_READ_OPERATOR_METADATA"),
-        "supported, with some differences [ref]; use the Row API in Python [lim]",
+        "supported, with some differences [ref]; Runtime 17.3 LTS+ in real-time mode, per its stateful-applications page "
+        "(read November 2026; stated for the operator, Python not named apart); use the Row API in Python [lim]",
     ),
     Case(
         "Operator",

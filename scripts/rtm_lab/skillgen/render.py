@@ -48,6 +48,7 @@ BUNDLED_SCRIPTS = {
     "assets/quickstart/kafka_to_kafka.py": "snippets/quickstart/kafka_to_kafka.py",
 }
 MISSING_LINK = re.compile(r"\[(?P<text>[^\]]+)\]\(references/(?P<file>[^)#\s]+)(?:#[^)\s]*)?\)")
+SHIPPED_PLACEHOLDER = "{{ shipped }}"
 
 
 @dataclass
@@ -137,6 +138,42 @@ def replace_assets(body: str, page: Page) -> str:
     return "\n".join(out)
 
 
+def shipped_files(pages: list[Page]) -> dict[str, str]:
+    """Every whole file the skill ships as it is (skill path -> repository file): BUNDLED_SCRIPTS, and what a page's
+    frontmatter lists under `skill_files` (a page whose text names a script the reader runs ships that script)."""
+    shipped = dict(BUNDLED_SCRIPTS)
+    for page in pages:
+        listed = page.extra.get("skill_files") or {}
+        if not isinstance(listed, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in listed.items()
+        ):
+            raise RenderError(f"{page.path}: `skill_files` must map a path in the skill to a repository file.")
+        for target, source in listed.items():
+            if target.split("/", 1)[0] not in ("scripts", ASSETS) or shipped.get(target, source) != source:
+                raise RenderError(f"{page.path}: skill_files: {target} must be a new path under scripts/ or assets/.")
+            shipped[target] = source
+    return shipped
+
+
+def name_shipped(body: str, shipped: dict[str, str]) -> str:
+    """The body with each shipped file named by its place in the skill instead of its repository path, so a command
+    or sentence names a file the reader has. The `<!-- source: ... -->` notes keep the repository path: validate
+    compares each block with the snippet file they name."""
+    lines = body.split("\n")
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith("<!-- source: "):
+            continue
+        for target, source in shipped.items():
+            line = line.replace(source, target)
+        lines[index] = line
+    return "\n".join(lines)
+
+
+def shipped_list(carried: list[str]) -> str:
+    """The files SKILL.md says the skill ships besides its references: every path in backticks, sorted."""
+    return ", ".join(f"`{path}`" for path in sorted(carried))
+
+
 def prepare(root: Path, part: Part) -> str:
     """A part's body with includes expanded and blocks flattened, before links are pointed at skill files."""
     where = str(part.page.path)
@@ -145,8 +182,9 @@ def prepare(root: Path, part: Part) -> str:
     return squeeze_blank_lines(body).strip("\n")
 
 
-def render_part(part: Part, body: str, targets: dict[Path, str], anchor_targets: dict) -> str:
+def render_part(part: Part, body: str, targets: dict[Path, str], anchor_targets: dict, shipped: dict[str, str]) -> str:
     body = rewrite_links(body, part.page.path.parent, targets, anchor_targets, part.page.path, f"{part.name}.md")
+    body = name_shipped(body, shipped)
     if not re.search(r"^# ", body, re.M):
         body = f"# {part.title}\n\n{body}"
     head = frontmatter({"name": part.name, "description": part.description})
@@ -160,7 +198,17 @@ def references_table(parts: list[Part]) -> str:
     return "\n".join(rows)
 
 
-def render_skill_md(root: Path, name: str, meta: dict, body: str, parts: list[Part], anchors_of, notes) -> str:
+def render_skill_md(
+    root: Path,
+    name: str,
+    meta: dict,
+    body: str,
+    parts: list[Part],
+    anchors_of,
+    notes,
+    shipped: dict[str, str],
+    carried: list[str],
+) -> str:
     template = f"{TEMPLATES_DIR}/{name}/SKILL.md"
     rendered = {f"{p.name}.md" for p in parts}
     # The "Can I ...?" rows come from the source the front page shares (can_i.py); the template holds a placeholder.
@@ -176,6 +224,7 @@ def render_skill_md(root: Path, name: str, meta: dict, body: str, parts: list[Pa
             line = _unlink(line, set(missing))
         kept.append(line)
     body = "\n".join(kept).replace(REFERENCES_PLACEHOLDER, references_table(parts))
+    body = body.replace(SHIPPED_PLACEHOLDER, shipped_list(carried))
     body = answers.expand(body, template)
     body = expand_includes(root, body, template)
     body = flatten_blocks(body)
@@ -183,13 +232,13 @@ def render_skill_md(root: Path, name: str, meta: dict, body: str, parts: list[Pa
     folder = Path(template).parent
     targets = {folder / "references" / f"{p.name}.md": f"references/{p.name}.md" for p in parts}
     # Files the skill bundles (the quick start) are linked by their place in the skill folder too.
-    targets |= {folder / target: target for target in BUNDLED_SCRIPTS}
+    targets |= {folder / target: target for target in shipped}
     anchor_targets: dict[tuple[Path, str], str | None] = {
         (folder / "references" / f"{p.name}.md", anchor): f"references/{p.name}.md"
         for p in parts
         for anchor in anchors_of[p.name]
     }
-    body = rewrite_links(body, folder, targets, anchor_targets).strip("\n")
+    body = name_shipped(rewrite_links(body, folder, targets, anchor_targets).strip("\n"), shipped)
     head = frontmatter(
         {
             "name": meta["name"],
@@ -217,6 +266,7 @@ def render_skill(root: Path, name: str, notes: list[str]) -> tuple[dict, dict[st
         raise RenderError(f"{template}: name {meta['name']!r} must equal its folder name {name!r}.")
     pages = source_pages(root, DEFAULT_SOURCES)
     parts = source_parts(pages)
+    shipped = shipped_files(pages)
     bodies = {p.name: prepare(root, p) for p in parts}
     anchors_of = {p.name: anchors(bodies[p.name]) for p in parts}
     targets: dict[Path, str] = {}
@@ -227,17 +277,21 @@ def render_skill(root: Path, name: str, notes: list[str]) -> tuple[dict, dict[st
     anchor_targets |= {(p.page.path, a): f"{p.name}.md" for p in parts for a in anchors_of[p.name]}
     files: dict[str, bytes] = {}
     for part in parts:
-        files[f"references/{part.name}.md"] = render_part(part, bodies[part.name], targets, anchor_targets).encode()
+        files[f"references/{part.name}.md"] = render_part(
+            part, bodies[part.name], targets, anchor_targets, shipped
+        ).encode()
     for page in pages:
         for spec in page.extra.get("skill_assets") or []:
             if not any(f"](../{asset_path(spec)})" in bodies[p.name] for p in parts if p.page is page):
                 raise RenderError(f"{page.path}: skill_assets lists {spec}, which no block of the page includes.")
             files[asset_path(spec)] = (snippet_text(root, spec, str(page.path)) + "\n").encode()
-    files["SKILL.md"] = render_skill_md(root, name, meta, body, parts, anchors_of, notes).encode()
+    # Every file the skill carries besides Markdown: the whole files above and the shipped scripts below.
+    carried = sorted({*shipped, *(path for path in files if path.startswith(f"{ASSETS}/"))})
+    files["SKILL.md"] = render_skill_md(root, name, meta, body, parts, anchors_of, notes, shipped, carried).encode()
     changelog = root / TEMPLATES_DIR / name / CHANGELOG
     if changelog.is_file():
         files[CHANGELOG] = changelog.read_bytes()
-    for target, source in BUNDLED_SCRIPTS.items():
+    for target, source in shipped.items():
         if not (root / source).is_file():
             raise RenderError(f"{source} is missing: the skill ships it as {target}.")
         files[target] = (root / source).read_bytes()

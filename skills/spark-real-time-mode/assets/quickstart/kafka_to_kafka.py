@@ -108,7 +108,8 @@ def main(args: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     source_topic, sink_topic = args
-    # The Kafka connector comes from spark-defaults.conf in SPARK_CONF_DIR.
+    # The Kafka connector comes from spark.jars.packages in spark-defaults.conf
+    # (in SPARK_CONF_DIR), or from spark-submit --packages.
     spark = SparkSession.builder.appName("kafka-to-kafka").getOrCreate()
     with tempfile.TemporaryDirectory(prefix="rtm-checkpoint-") as checkpoint:
         try:
