@@ -28,6 +28,7 @@ Each page opts in or out explicitly in `PLAN` below; a page with code and no ent
 run, fragments, pages not run and why) is printed at the end of the run.
 """
 
+import ast
 import contextlib
 import fnmatch
 import os
@@ -486,3 +487,27 @@ def test_the_skills_readiness_checker_judges_the_session_the_users_code_gets(rea
     assert done.returncode == 1, tail(done.stdout + done.stderr)
     assert "Slots: needs 202 (2 source + 200 shuffle), 4 given: 198 short" in done.stdout, done.stdout
     assert "-> CONCURRENT_SCHEDULER_INSUFFICIENT_SLOT (fails at run time)" in done.stdout, done.stdout
+
+
+@pytest.mark.slow
+def test_the_skills_shipped_scripts_start_in_the_readers_set_up(reader_env, tmp_path):
+    """Each script the skill ships, copied alone, starts in the reader's venv (only the pip packages of "Set up your
+    own project") and prints its usage: every package it imports is one the set-up installs. The readiness check's
+    real runs outside the repository are the tests above; the files are byte-identical to the snippets the
+    repository's tests run (`scripts/skills.py validate`)."""
+    python = reader_env["VIRTUAL_ENV"] + "/bin/python"
+    for script in sorted([*(SKILL / "scripts").glob("*.py"), *(SKILL / "assets").rglob("*.py")]):
+        copy = tmp_path / script.name
+        copy.write_bytes(script.read_bytes())
+        args = ["--help"] if "argparse" in script.read_text(encoding="utf-8") else []
+        done = subprocess.run(
+            [python, copy.name, *args], cwd=tmp_path, env=reader_env, capture_output=True, text=True, timeout=120
+        )
+        output = done.stdout + done.stderr
+        assert "Traceback" not in output, (script.name, tail(output))
+        if args:
+            assert done.returncode == 0 and "usage:" in done.stdout, (script.name, tail(output))
+        else:
+            # Called without its arguments, it prints its docstring (how to run it) and exits non-zero.
+            first_line = (ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or "").splitlines()[0]
+            assert done.returncode != 0 and first_line in output, (script.name, tail(output))
