@@ -39,6 +39,8 @@ NAMED_PATH = re.compile(
     r"(?<![\w.:/-])(?P<path>(?:\.\./)*[\w.-]+(?:/[\w.-]+)+\.(?:py|sh|java|scala|ya?ml|json|md|conf|txt|png|svg|jar|csv))"
     r"(?![\w/])"
 )
+# A block the renderer expanded from a whole file (no `:section`) names that file in a note above it.
+SOURCE_NOTE = re.compile(r"^<!-- source: (?P<spec>[^:\s]+) -->$", re.M)
 DEFERRAL = re.compile(r"\b(docs page has|on the docs page|on the docs site|docs site's|see the site)\b", re.I)
 
 
@@ -54,6 +56,9 @@ def verdict(path: str, named_in: Path) -> str | None:
         return None
     if any(shipped.as_posix().endswith(f"/{path}") for shipped in SKILL.rglob("*") if shipped.is_file()):
         return None  # "save it as rtmlab/X.java": the skill ships that source under assets/
+    shown = SOURCE_NOTE.findall(named_in.read_text(encoding="utf-8"))
+    if any(spec.endswith(f"/{path}") for spec in shown):
+        return None  # "save it as rtmlab/X.java" under a block showing that whole file
     if path in SPARK_FILES or SPARK_SOURCE.match(path):
         return None
     if path.startswith(EVIDENCE_FOLDERS) or path in EVIDENCE_COMMANDS:
@@ -109,6 +114,8 @@ def test_the_checks_catch_a_snippet_path_a_missing_test_and_a_docs_deferral():
     assert verdict("tests/reference/test_errors.py", page) is None
     assert verdict("scripts/bench.py", page) is None
     assert verdict("rtmlab/PostgresUpsertWriter.java", page) is None
+    assert verdict("rtmlab/ShoutUdf.java", SKILL / "references" / "support-matrix-guide.md") is None
+    assert verdict("rtmlab/ShoutUdf.java", page) is not None  # the monitoring reference does not show it
     assert named_paths("curl -fO https://repo1.maven.org/maven2/org/\\\n5.0.0-2.2/x-5.0.0-2.2.jar") == []
     assert DEFERRAL.search("outcomes (the docs page has the table).")
     assert DEFERRAL.search("(The table itself is on the docs site's Postgres sink page.)")
