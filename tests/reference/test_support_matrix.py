@@ -67,6 +67,27 @@ def test_the_guides_memory_sink_is_the_continuous_one(spark):
 
 
 @pytest.mark.slow
+def test_map_partitions_is_still_on_the_allowlist_and_the_python_map_operators_are_not(spark, lab):
+    """SPARK-55720 proposed taking MapPartitionsExec off the real-time allowlist. The 4.3.0 allowlist still has it,
+    and the JVM Dataset.mapPartitions plans it: that row runs (test_case[operator-mappartitions-jvm-dataset-scala-or-
+    java]). PySpark's mapInPandas and mapInArrow plan their own operators, which the allowlist does not have."""
+    from pyspark.sql import DataFrame
+
+    from rtm_lab.probes.support_matrix import map_partitions_in_the_jvm
+
+    operators = real_time_allowlist(spark, "allowedOperators")
+    assert "org.apache.spark.sql.execution.MapPartitionsExec" in operators, operators
+    assert not any(name.endswith((".MapInPandasExec", ".MapInArrowExec")) for name in operators), operators
+    # A PySpark DataFrame has no mapPartitions of its own (only its RDD has, which streaming cannot use).
+    assert not hasattr(DataFrame, "mapPartitions")
+    # The JVM frame's plan: a MapPartitions node, which Spark runs as MapPartitionsExec (nothing is started here).
+    kafka = spark.readStream.format("kafka").option("kafka.bootstrap.servers", lab.kafka_bootstrap)
+    values = kafka.option("subscribe", "never-read").load().selectExpr("CAST(value AS STRING) AS value")
+    plan = map_partitions_in_the_jvm(spark, values)._jdf.queryExecution().analyzed().toString()
+    assert "MapPartitions" in plan, plan
+
+
+@pytest.mark.slow
 def test_python_transform_with_state_is_not_on_the_allowlist(spark):
     """The allowlist names the JVM TransformWithStateExec and no Python operator: by it a Python transformWithState
     would be refused with OPERATOR_OR_SINK_NOT_IN_ALLOWLIST. It is not: start() accepts the query, which then fails

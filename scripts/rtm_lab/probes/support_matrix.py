@@ -278,6 +278,19 @@ def _map_in_arrow(p: Probe) -> StreamingQuery:
     return p.to_kafka(parsed(p.kafka()).select("id", "k").mapInArrow(same, "id LONG, k STRING"))
 
 
+def map_partitions_in_the_jvm(spark, frame: DataFrame) -> DataFrame:
+    """The JVM `Dataset.mapPartitions` (snippets/jvm/rtmlab/UpperCaseValues.java, in the session's jar) on `frame`'s
+    first column, a string, reached through py4j: a PySpark DataFrame has no mapPartitions of its own."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # a classic (py4j) session, as every probe's
+    return DataFrame(jvm.rtmlab.UpperCaseValues.apply(frame._jdf), spark)
+
+
+def _jvm_map_partitions(p: Probe) -> StreamingQuery:
+    values = p.kafka().select(F.col("value").cast("string").alias("value"))
+    return p.to_kafka(map_partitions_in_the_jvm(p.spark, values))
+
+
 def _limit(p: Probe) -> StreamingQuery:
     return p.to_kafka(parsed(p.kafka()).limit(100))
 
@@ -465,6 +478,15 @@ CASES: list[Case] = [
         "Operator", "mapInPandas", _map_in_pandas, at_run_time(NOT_IN_ALLOWLIST, "MapInPandasExec"), DBX_MAP_PARTITIONS
     ),
     Case("Operator", "mapInArrow", _map_in_arrow, at_run_time(NOT_IN_ALLOWLIST, "MapInArrowExec"), DBX_MAP_PARTITIONS),
+    # SPARK-55720 proposed taking MapPartitionsExec off the allowlist; the 4.3.0 allowlist still has it.
+    Case(
+        "Operator",
+        "mapPartitions (JVM Dataset, Scala or Java)",
+        _jvm_map_partitions,
+        Outcome(RUNS),
+        DBX_MAP_PARTITIONS,
+        needs_snippet_jar=True,
+    ),
     Case(
         "Operator",
         "applyInPandasWithState (Python flatMapGroupsWithState)",
