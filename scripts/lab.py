@@ -3,6 +3,7 @@
 
   python scripts/lab.py up       start what is not running, wait until each answers
   python scripts/lab.py up --with prometheus   ... and a Prometheus server (scrapes every 1 s, loopback)
+  python scripts/lab.py up --with s3   ... and an S3-compatible object store (versitygw, loopback; built on first use)
   python scripts/lab.py status   what runs where, checked now
   python scripts/lab.py env      shell exports: eval "$(python scripts/lab.py env)" (the services' addresses, and
                                  SPARK_CONF_DIR: a spark-defaults.conf with the pinned Kafka connector on spark.jars)
@@ -10,7 +11,8 @@
   python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars
                                  (--prometheus: also unpack Debian's prometheus package into the lab folder;
                                  --jvm-snippets: build the JVM snippets' jar; --flink: the PyFlink venv;
-                                 --spark-archive: the test suite's class archive; `make setup` does all four)
+                                 --spark-archive: the test suite's class archive; `make setup` does all four;
+                                 --s3: build the object store and fetch the s3a:// jars)
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """
@@ -20,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from rtm_lab import cli, jars, lab, postgres, snippet_jar, spark_class_archive, spark_conf
+from rtm_lab import cli, jars, lab, postgres, s3store, snippet_jar, spark_class_archive, spark_conf
 from rtm_lab.engines import flink
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         choices=lab.OPTIONAL_SERVICES,
         default=[],
-        help="also start this optional service (repeatable): prometheus",
+        help="also start this optional service (repeatable): prometheus, s3 (an S3-compatible object store)",
     )
     down = sub.add_parser("down", help="stop what the lab started; leaves no process behind")
     down.add_argument(
@@ -75,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also write the class-data archive the test suite's Spark drivers start from (about 30 s, once per JDK "
         "and PySpark install)",
+    )
+    setup.add_argument(
+        "--s3",
+        action="store_true",
+        help="also build the lab's object store (versitygw, about 70 s of both cores, once) and fetch the jars Spark "
+        "needs for s3a:// checkpoints (hadoop-aws and AWS SDK modules, 13 MB), so `up --with s3` starts at once",
     )
     args = parser.parse_args(argv)
     exit_cleanly_on_termination()  # a `lab.py up` stopped by SIGTERM stops what it had started, as on Ctrl-C
@@ -121,6 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.flink:
             python = flink.ensure_venv(log=lambda line: print(line, file=sys.stderr, flush=True))
             print(f"flink     PyFlink venv at {python.parent.parent}", file=sys.stderr)
+        if args.s3:
+            program = s3store.binary(log=lambda line: print(line, file=sys.stderr, flush=True))
+            print(f"s3        versitygw at {program}", file=sys.stderr)
+            jars.ensure("s3a")
+            jars.ensure("spark-hadoop-cloud")
+            print(f"s3        s3a jars ready in {jars_dir()}", file=sys.stderr)
         if args.spark_archive:
             archive = spark_class_archive.ensure(log=lambda line: print(line, file=sys.stderr, flush=True))
             print(f"spark     class archive at {archive}", file=sys.stderr)

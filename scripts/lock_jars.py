@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate scripts/rtm_lab/jars.lock.json: which jars the lab fetches, with their sha1.
 
-The Kafka broker's jars are Maven's runtime resolution of org.apache.kafka:kafka_2.13 (plus a log4j binding), so this
-needs `mvn` on PATH; the Spark connector and PgJDBC are pinned by coordinates (see rtm_lab/versions.py for why the
+The Kafka broker's jars (org.apache.kafka:kafka_2.13 plus a log4j binding) and the s3a group (hadoop-aws plus AWS SDK
+modules) are Maven's runtime resolutions, so this needs `mvn` on PATH; the Spark connector and PgJDBC are pinned by coordinates (see rtm_lab/versions.py for why the
 connector is 4.2.0) and only their checksums are refreshed. Run it after changing a version, then commit the lock.
 """
 
@@ -24,6 +24,19 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0<
 <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId>
 <version>2.25.4</version></dependency></dependencies></project>"""
 # Spark's parent POM names extra repositories; resolve everything from Maven Central only.
+# Hadoop's S3A connector for s3a:// checkpoints: hadoop-aws without the AWS SDK's shaded `bundle` (hundreds of MB),
+# and instead the SDK modules S3A calls (the S3 client and its transfer manager), at the SDK release Hadoop pins.
+S3A_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>rtm</groupId><artifactId>lock-s3a</artifactId><version>1</version><packaging>pom</packaging><dependencies>
+<dependency><groupId>org.apache.hadoop</groupId><artifactId>hadoop-aws</artifactId><version>{hadoop}</version>
+<exclusions><exclusion><groupId>software.amazon.awssdk</groupId><artifactId>bundle</artifactId></exclusion></exclusions>
+</dependency>
+<dependency><groupId>software.amazon.awssdk</groupId><artifactId>s3</artifactId><version>{sdk}</version></dependency>
+<dependency><groupId>software.amazon.awssdk</groupId><artifactId>s3-transfer-manager</artifactId><version>{sdk}</version>
+</dependency></dependencies></project>"""
+# Libraries PySpark's own jars folder already provides (netty, httpclient, slf4j; commons-logging through
+# jcl-over-slf4j): a second copy on the classpath could shadow Spark's, so the s3a group leaves them out.
+PROVIDED_BY_SPARK = ("io.netty:", "org.apache.httpcomponents:", "org.slf4j:", "commons-codec:", "commons-logging:")
 SETTINGS = """<settings><mirrors><mirror><id>central</id><mirrorOf>*</mirrorOf>
 <url>https://repo.maven.apache.org/maven2</url></mirror></mirrors></settings>"""
 PINNED = {
@@ -39,6 +52,8 @@ PINNED = {
     "flink-kafka-connector": [
         ("org.apache.flink", "flink-sql-connector-kafka", versions.FLINK_KAFKA_CONNECTOR_VERSION)
     ],
+    # The stream-based checkpoint file manager (AbortableStreamBasedCheckpointFileManager), tried with s3a:// paths.
+    "spark-hadoop-cloud": [("org.apache.spark", "spark-hadoop-cloud_2.13", versions.SPARK_HADOOP_CLOUD_VERSION)],
     # Only scripts/version_matrix.py loads these (versions.VERSION_MATRIX_CONNECTORS): the connector and the
     # kafka-clients / commons-pool2 versions its POM names, for the older PySpark lines.
     "spark-kafka-connector-4.1": [
@@ -57,8 +72,18 @@ PINNED = {
 
 
 def broker_entries() -> list[dict]:
+    return resolved_entries(POM.format(kafka=versions.KAFKA_BROKER_VERSION))
+
+
+def s3a_entries() -> list[dict]:
+    pom = S3A_POM.format(hadoop=versions.HADOOP_AWS_VERSION, sdk=versions.AWS_SDK_VERSION)
+    return [e for e in resolved_entries(pom) if not f"{e['group']}:".startswith(PROVIDED_BY_SPARK)]
+
+
+def resolved_entries(pom: str) -> list[dict]:
+    """Maven's runtime resolution of the POM's dependencies, each jar with its sha1."""
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "pom.xml").write_text(POM.format(kafka=versions.KAFKA_BROKER_VERSION))
+        (Path(tmp) / "pom.xml").write_text(pom)
         (Path(tmp) / "settings.xml").write_text(SETTINGS)
         listing = Path(tmp) / "list.txt"
         subprocess.run(
@@ -91,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     lock = json.loads(jars.LOCK_FILE.read_text())
     print("resolving the Kafka broker with mvn ...", file=sys.stderr)
     groups = {"kafka-broker": broker_entries()}
+    print("resolving hadoop-aws and the AWS SDK modules with mvn ...", file=sys.stderr)
+    groups["s3a"] = s3a_entries()
     for name, coords in PINNED.items():
         print(f"checksumming {name} ...", file=sys.stderr)
         groups[name] = pinned_entries(coords)

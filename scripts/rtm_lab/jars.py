@@ -23,8 +23,10 @@ from rtm_lab.paths import jars_dir
 LOCK_FILE = Path(__file__).with_name("jars.lock.json")
 DEFAULT_MAVEN_URL = "https://repo1.maven.org/maven2"
 GROUPS = ("kafka-broker", "spark-kafka-connector", "postgres-jdbc")
-# Fetched only by what needs them (`ensure(group)`), never by `lab.py setup`: the engine comparison's Flink connector.
-ON_DEMAND_GROUPS = ("flink-kafka-connector",)
+# Fetched only by what needs them (`ensure(group)`), never by `lab.py setup`: the engine comparison's Flink connector,
+# and for s3a:// checkpoints hadoop-aws with the AWS SDK modules it calls (36 jars, 13 MB) and Spark's cloud module
+# (one 32 KB jar: the stream-based checkpoint file manager).
+ON_DEMAND_GROUPS = ("flink-kafka-connector", "s3a", "spark-hadoop-cloud")
 
 
 @dataclass(frozen=True)

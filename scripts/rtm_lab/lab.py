@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from rtm_lab import kafka, ports, postgres, processes
+from rtm_lab import kafka, ports, postgres, processes, s3store
 from rtm_lab.errors import LabError, redact
 from rtm_lab.monitoring import prometheus
 from rtm_lab.paths import make_private_dir, state_dir, write_private
@@ -31,7 +31,12 @@ POSTGRES_PORT_ENV = "RTM_LAB_POSTGRES_PORT"
 PROMETHEUS_PORT_ENV = "RTM_LAB_PROMETHEUS_PORT"
 # Set by `lab.py env` when the lab's Prometheus runs (started only on request: `lab.py up --with prometheus`).
 PROMETHEUS_URL_ENV = "PROMETHEUS_URL"
-OPTIONAL_SERVICES = ("prometheus",)
+S3_PORT_ENV = "RTM_LAB_S3_PORT"
+# Set by `lab.py env` when the lab's object store runs (`lab.py up --with s3`): its endpoint, and the file holding its
+# keys (the keys themselves are never printed).
+S3_ENDPOINT_ENV = "RTM_S3_ENDPOINT"
+S3_CREDENTIALS_ENV = "RTM_S3_CREDENTIALS_FILE"
+OPTIONAL_SERVICES = ("prometheus", "s3")
 WAIT_ENV = "RTM_LAB_WAIT_S"
 # How long `up` waits for a service that runs but does not answer yet (a loaded machine) before saying so.
 SLOW_SERVICE_WAIT_S = 60.0
@@ -55,6 +60,7 @@ class LabState:
     kafka: Service = field(default_factory=lambda: Service("kafka"))
     postgres: Service = field(default_factory=lambda: Service("postgres"))
     prometheus: Service = field(default_factory=lambda: Service("prometheus"))
+    s3: Service = field(default_factory=lambda: Service("s3"))
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -91,6 +97,8 @@ def _load() -> LabState:
         state = LabState(kafka=_service(raw["kafka"]), postgres=_service(raw["postgres"]))
         if "prometheus" in raw:  # state files written before the lab had a Prometheus have no entry
             state.prometheus = _service(raw["prometheus"])
+        if "s3" in raw:
+            state.s3 = _service(raw["s3"])
         return state
     except (OSError, ValueError, KeyError, TypeError):
         return LabState()
@@ -103,7 +111,7 @@ def recorded() -> LabState:
 
 def _save(state: LabState) -> None:
     saved = {}
-    for service in (state.kafka, state.postgres, state.prometheus):
+    for service in (state.kafka, state.postgres, state.prometheus, state.s3):
         # An external service's address comes from the environment each time; it may carry a password.
         saved[service.name] = asdict(Service(service.name, external=True) if service.external else service)
     make_lab_dir()
@@ -306,12 +314,50 @@ def _prometheus_up(state: LabState, log, spawned: set[str]) -> None:
     log(f"prometheus ready at {address} (pid {state.prometheus.pid}); log {prometheus.log_path()}")
 
 
+def _lab_store(previous: Service) -> tuple[int | None, str]:
+    """The object store this lab folder runs, as (pid, start token), or (None, "")."""
+    marker = s3store.marker()
+    if processes.is_ours(previous.pid, previous.started, marker):
+        return previous.pid, previous.started
+    found = processes.find(marker)
+    return (found[0], processes.start_time(found[0])) if found else (None, "")
+
+
+def _s3_up(state: LabState, log, spawned: set[str]) -> None:
+    previous = state.s3
+    pid, started = _lab_store(previous)
+    if pid is not None:
+        port = s3store.configured_port() or previous.port
+        if port is None:
+            raise LabError(
+                f"s3 (pid {pid}) runs but its port is not recorded: stop it (lab.py down) and start it again"
+            )
+        _wait_for_slow("s3", pid, lambda: s3store.answers(port), s3store.log_path(), log)
+        state.s3 = Service("s3", s3store.endpoint(port), pid, port, running=True, started=started)
+        log(f"s3        already running at {s3store.endpoint(port)} (pid {pid})")
+        return
+    port = ports.choose(_env_port(S3_PORT_ENV), S3_PORT_ENV, previous.port)
+    address = s3store.endpoint(port)
+
+    def record(new_pid: int) -> None:
+        spawned.add("s3")
+        state.s3 = Service("s3", address, new_pid, port, started=processes.start_time(new_pid))
+        _save(state)
+
+    s3store.binary(log)  # built (once) before the start-up message, so the build's progress reads in order
+    log(f"s3        starting versitygw on {ports.HOST}:{port} ...")
+    s3store.start(port, on_spawn=record, log=log)
+    state.s3.running = True
+    _save(state)
+    log(f"s3        ready at {address} (pid {state.s3.pid}), bucket {s3store.BUCKET}; log {s3store.log_path()}")
+
+
 def up(log=print, with_services: Collection[str] = frozenset()) -> tuple[LabState, set[str]]:
     """Start what is not running; return the state and the names of services this call started.
 
     If a service fails to start (or the call is interrupted), whatever this call started is stopped again, so a
     failed `up` leaves the lab as it found it rather than half-started. `with_services` names optional services to
-    start too (OPTIONAL_SERVICES: "prometheus").
+    start too (OPTIONAL_SERVICES: "prometheus", "s3").
     """
     unknown = set(with_services) - set(OPTIONAL_SERVICES)
     if unknown:
@@ -319,7 +365,7 @@ def up(log=print, with_services: Collection[str] = frozenset()) -> tuple[LabStat
             f"unknown optional service(s) {', '.join(sorted(unknown))}; known: {', '.join(OPTIONAL_SERVICES)}"
         )
     # Bad settings and unreachable external services are reported before anything is created or started.
-    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV), _env_port(PROMETHEUS_PORT_ENV)
+    _env_port(KAFKA_PORT_ENV), _env_port(POSTGRES_PORT_ENV), _env_port(PROMETHEUS_PORT_ENV), _env_port(S3_PORT_ENV)
     _env_seconds(WAIT_ENV, SLOW_SERVICE_WAIT_S)
     externals = _check_external_services()
     spawned: set[str] = set()
@@ -334,6 +380,8 @@ def up(log=print, with_services: Collection[str] = frozenset()) -> tuple[LabStat
                 _postgres_up(state, log, spawned)
             if "prometheus" in with_services:
                 _prometheus_up(state, log, spawned)
+            if "s3" in with_services:
+                _s3_up(state, log, spawned)
         except BaseException:
             _save(state)
             if spawned:
@@ -347,7 +395,8 @@ def up(log=print, with_services: Collection[str] = frozenset()) -> tuple[LabStat
 def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
     """Stop the services the lab started (all, or the named ones). External services are never touched.
 
-    `purge` also deletes their data (the Kafka log and the PostgreSQL cluster, wherever it lives); jars are kept.
+    `purge` also deletes their data (the Kafka log, the PostgreSQL cluster wherever it lives, the object store's
+    objects); jars, built binaries and the store's keys are kept.
     """
     with _locked(log):
         state = _load()
@@ -374,6 +423,17 @@ def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
             state.prometheus = Service("prometheus", port=recorded.port)
             if purge:
                 shutil.rmtree(prometheus.root(), ignore_errors=True)
+        if only is None or "s3" in only:
+            recorded = state.s3
+            marker = s3store.marker()
+            if processes.is_alive(recorded.pid) and not processes.is_ours(recorded.pid, recorded.started, marker):
+                log(f"s3        pid {recorded.pid} in the state file is no longer this lab's store; left alone")
+            for pid in {p for p in [_lab_store(recorded)[0], *processes.find(marker)] if p}:
+                log(f"s3        stopping (pid {pid})")
+                processes.stop(pid, marker=marker)
+            state.s3 = Service("s3", port=recorded.port)
+            if purge:
+                shutil.rmtree(s3store.data_dir(), ignore_errors=True)
         if only is None:
             from rtm_lab.engines import flink  # the engine comparison's PyFlink programs, if a run left one
 
@@ -418,6 +478,13 @@ def status() -> LabState:
     service.running = bool(found) and prometheus.answers(service.port)
     if service.pid and not service.running:
         service.detail = "running but not answering"
+    store = state.s3
+    store.pid, store.started = _lab_store(store)
+    store.port = s3store.configured_port() if store.pid else store.port
+    store.address = s3store.endpoint(store.port) if store.pid and store.port else ""
+    store.running = bool(store.pid) and s3store.answers(store.port)
+    if store.pid and not store.running:
+        store.detail = "running but not answering"
     return state
 
 
@@ -452,6 +519,9 @@ def env_exports(state: LabState, spark_conf: Path | None = None) -> str:
         lines.append(f"export {POSTGRES_ENV}={shlex.quote(state.postgres.address)}")
     if state.prometheus.running:
         lines.append(f"export {PROMETHEUS_URL_ENV}={shlex.quote(state.prometheus.address)}")
+    if state.s3.running:
+        lines.append(f"export {S3_ENDPOINT_ENV}={shlex.quote(state.s3.address)}")
+        lines.append(f"export {S3_CREDENTIALS_ENV}={shlex.quote(str(s3store.credentials_path()))}")
     if spark_conf is not None:
         lines.append(f"export {SPARK_CONF_ENV}={shlex.quote(str(spark_conf))}")
     return "\n".join(lines)
@@ -459,8 +529,8 @@ def env_exports(state: LabState, spark_conf: Path | None = None) -> str:
 
 def describe(state: LabState) -> str:
     rows = []
-    # Prometheus runs only on request: listed when it runs or was started before.
-    optional = [state.prometheus] if state.prometheus.pid or state.prometheus.running else []
+    # Prometheus and the object store run only on request: listed when they run or were started before.
+    optional = [s for s in (state.prometheus, state.s3) if s.pid or s.running]
     for service in (state.kafka, state.postgres, *optional):
         where = redact(service.address) if service.address else "-"
         how = "external" if service.external else (f"pid {service.pid}" if service.pid else "")

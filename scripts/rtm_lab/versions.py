@@ -39,3 +39,19 @@ VERSION_MATRIX_CONNECTORS = {
 # folder rather than installed, so no system service starts listening on every interface.
 PROMETHEUS_DEBIAN_PACKAGE = "prometheus"
 PROMETHEUS_VERSION = "2.42.0"
+
+# The lab's S3-compatible object store (rtm_lab.s3store), for checkpoints on object storage: versitygw with its POSIX
+# backend (Apache-2.0), built from the Go module proxy with the Go toolchain, the one registry here that serves an S3
+# server. Pinned to one release because the build is cached by version and the S3 behaviour the tests see (checksum
+# headers, error codes) changes between releases; v1.8.0's go.mod asks for Go >= 1.25.
+VERSITYGW_MODULE = "github.com/versity/versitygw/cmd/versitygw"
+VERSITYGW_VERSION = "v1.8.0"
+VERSITYGW_MIN_GO = (1, 25)
+# Spark writes s3a:// paths through Hadoop's S3A connector: hadoop-aws of the pinned Spark's Hadoop (PySpark 4.3.0
+# ships hadoop-client-api-3.5.0), with the AWS SDK v2 release that Hadoop 3.5.0 is built against (its hadoop-project
+# POM: aws-java-sdk-v2.version 2.35.4). The `s3a` jar group holds the SDK's modules, not its shaded `bundle`.
+HADOOP_AWS_VERSION = "3.5.0"
+AWS_SDK_VERSION = "2.35.4"
+# Spark's cloud module holds the stream-based checkpoint file manager. Maven Central, as reachable here, has no
+# spark-hadoop-cloud_2.13 4.2.0, 4.1.3 or 4.3.0: the newest found is 4.1.1, loaded on Spark 4.3.0.
+SPARK_HADOOP_CLOUD_VERSION = "4.1.1"
