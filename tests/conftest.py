@@ -17,6 +17,7 @@ import verified_by
 from rtm_lab import lab as lab_module
 from rtm_lab import standalone, topics
 from rtm_lab.lab import LabState
+from rtm_lab.s3a import Store, lab_store
 from rtm_lab.snippet_jar import session_jars
 from rtm_lab.spark import keep_on_loopback, spark_session
 
@@ -37,6 +38,20 @@ def lab(request) -> Iterator[LabState]:
         yield state
         return
     yield state
+    if started:
+        lab_module.down(only=started, log=lambda line: print(line))
+
+
+@pytest.fixture(scope="session")
+def s3_store(request, lab) -> Iterator[Store]:
+    """The lab's object store (versitygw, built on first use) and its bucket: started once per run if it is down,
+    stopped at the end only if this run started it (under xdist, by the controller once every worker is done)."""
+    _, started = lab_module.up(log=lambda line: print(line), with_services={"s3"})
+    if parallel.is_worker(request.config):
+        parallel.record_started(request.config, started)
+        yield lab_store()
+        return
+    yield lab_store()
     if started:
         lab_module.down(only=started, log=lambda line: print(line))
 

@@ -70,7 +70,10 @@ def record_started(config: pytest.Config, started: set[str]) -> None:
     """A worker's note of the lab services it started, for the controller to stop at the end."""
     folder = run_dir()
     if folder is not None and started:
-        (folder / f"started-{config.workerinput['workerid']}.json").write_text(json.dumps(sorted(started)))
+        # The lab fixture and the object store's fixture each note theirs: the file keeps both.
+        note = folder / f"started-{config.workerinput['workerid']}.json"
+        before = set(json.loads(note.read_text())) if note.exists() else set()
+        note.write_text(json.dumps(sorted(before | started)))
 
 
 def started_by_workers() -> set[str]:

@@ -1,5 +1,5 @@
 """Nothing the lab or a test run starts listens beyond loopback: Kafka, PostgreSQL, Prometheus (`up --with
-prometheus`), the Spark driver (RPC, block manager, UI) in this process and in a child that builds its own session."""
+prometheus`), the object store (`up --with s3`), the Spark driver (RPC, block manager, UI) in this process and in a child that builds its own session."""
 
 import ipaddress
 import os
@@ -66,6 +66,14 @@ def test_the_labs_prometheus_listens_on_loopback_only(lab):
     finally:
         if started:
             lab_module.down(only=started, log=print)
+
+
+def test_the_labs_object_store_listens_on_loopback_only(s3_store):
+    store = lab_module.status().s3
+    sockets = listening([store.pid])
+    assert {name for _, name, _, _ in sockets} == {"versitygw"}, sockets
+    assert store.port in {port for *_, port in sockets}, sockets
+    assert [s for s in sockets if not on_loopback(s[2])] == [], sockets
 
 
 @pytest.mark.slow

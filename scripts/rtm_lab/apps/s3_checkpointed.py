@@ -1,0 +1,118 @@
+"""Real-time queries checkpointed to the lab's object store, as their own `spark-submit` application, for kills.
+
+`S3Driver` starts the guide's `snippets/guides/s3_checkpoints.py` with the Kafka connector and the S3A jars, in its
+own process group, so one SIGKILL takes the whole driver (no shutdown hook, no final commit). The store's keys reach
+it by environment, never on its command line. `committed_offsets` reads a query's checkpoint back through the S3 API:
+what a restart resumes from.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pyspark
+
+from rtm_lab import processes
+from rtm_lab.s3_requests import get_object, list_keys
+from rtm_lab.s3a import Store, s3a_jars
+from rtm_lab.spark import LOG4J_CONFIG, connector_jars
+from rtm_lab.waiting import wait_until
+from snippets.guides import rtm_or_flink_spark, s3_checkpoints
+
+
+class S3Driver:
+    """The queries of `s3_checkpoints.py`, one process group, checkpoints under `prefix` in the store's bucket."""
+
+    def __init__(
+        self,
+        store: Store,
+        kafka_bootstrap: str,
+        source: str,
+        sinks: dict[str, str],
+        prefix: str,
+        log_dir: Path,
+        batch_duration: str = "5 seconds",
+        file_manager: str | None = None,
+    ):
+        self.store, self.kafka_bootstrap, self.source, self.sinks = store, kafka_bootstrap, source, sinks
+        self.prefix, self.log_dir, self.batch_duration, self.file_manager = (
+            prefix,
+            log_dir,
+            batch_duration,
+            file_manager,
+        )
+        self.pid: int | None = None
+        self.runs = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / f"s3-driver-{self.runs}.log"
+
+    def start(self) -> float:
+        """Launch the application; return the epoch second it was launched."""
+        self.runs += 1
+        spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        jars = [*connector_jars(), *s3a_jars(stream_file_manager=self.file_manager is not None)]
+        # Every stage of a real-time query runs at once: 2 source tasks for each query, and 2 shuffle tasks for a
+        # stateful one (spark.sql.shuffle.partitions=2), so 4 slots per query cover either kind.
+        cmd = [str(spark_submit), "--master", f"local[{4 * len(self.sinks)}]", "--jars", ",".join(map(str, jars))]
+        cmd += ["--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2"]
+        cmd += ["--driver-java-options", f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
+        cmd += ["--py-files", rtm_or_flink_spark.__file__, s3_checkpoints.__file__]
+        cmd += ["--source", self.source, "--checkpoints", self.store.uri(self.prefix)]
+        cmd += ["--batch-duration", self.batch_duration]
+        for pipeline, sink in self.sinks.items():
+            cmd += ["--query", f"{pipeline}={sink}"]
+        if self.file_manager:
+            cmd += ["--file-manager", self.file_manager]
+        env = {
+            **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap,
+            "S3_ENDPOINT": self.store.endpoint,
+            "AWS_ACCESS_KEY_ID": self.store.credentials.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.store.credentials.secret_key,
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+        }
+        started = time.time()
+        self.pid = processes.spawn(cmd, self.log_path, env=env)
+        return started
+
+    def alive(self) -> bool:
+        return processes.is_alive(self.pid)
+
+    def died(self) -> BaseException | None:
+        if self.alive():
+            return None
+        return RuntimeError(f"the driver exited; log: {self.log_path}\n{processes.tail(self.log_path, 40)}")
+
+    def kill(self) -> float:
+        """SIGKILL the driver's whole process group. Returns when it happened."""
+        assert self.pid is not None, "kill() before start()"
+        killed_at = time.time()
+        os.killpg(self.pid, signal.SIGKILL)
+        wait_until(lambda: not self.alive(), 15, "the killed driver to exit", 0.1)
+        return killed_at
+
+    def stop(self) -> None:
+        processes.stop(self.pid, timeout=20.0)
+
+    def checkpoint_keys(self, pipeline: str) -> list[str]:
+        """Every object of the pipeline's checkpoint, as keys relative to the checkpoint folder."""
+        folder = f"{self.prefix.strip('/')}/{pipeline}/"
+        keys = list_keys(self.store.endpoint, self.store.credentials, self.store.bucket, folder)
+        return [key[len(folder) :] for key in keys]
+
+    def committed_offsets(self, pipeline: str) -> dict[int, int]:
+        """Per source partition, the next offset after the pipeline's last committed batch ({} before any commit)."""
+        keys = self.checkpoint_keys(pipeline)
+        commits = sorted(int(k.split("/")[1]) for k in keys if k.startswith("commits/") and k.split("/")[1].isdigit())
+        if not commits:
+            return {}
+        key = f"{self.prefix.strip('/')}/{pipeline}/offsets/{commits[-1]}"
+        lines = get_object(self.store.endpoint, self.store.credentials, self.store.bucket, key).decode().splitlines()
+        (positions,) = json.loads(lines[-1]).values()  # one source: {topic: {partition: offset}}
+        return {int(partition): offset for partition, offset in positions.items()}
