@@ -3,7 +3,7 @@
 Checkpoints on object storage need a server that speaks S3. versitygw (Apache-2.0) is one Go program, served by the Go
 module proxy, so the lab builds it with `go install` on first use (about 70 s of both cores on an idle 2-core machine,
 then cached by version under `<lab>/bin/`; Go's own module and build caches, in the user's home, make a build for a
-second lab folder a relink). `RTM_VERSITYGW_BIN` names a binary to use instead.
+second lab folder a relink: 8 s on a loaded 2-core machine). `RTM_VERSITYGW_BIN` names a binary to use instead.
 
 Each lab folder gets its own access key and secret, random, in `<lab>/s3/credentials.json` (mode 0600). The server
 reads them from its environment, never from its command line, so `ps` does not show them; nothing the lab prints
