@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     setup.add_argument(
         "--s3",
         action="store_true",
-        help="also build the lab's object store (versitygw, about 70 s of both cores, once) and fetch the jars Spark "
+        help="also build the lab's object store (versitygw, a few minutes of CPU, once) and fetch the jars Spark "
         "needs for s3a:// checkpoints (hadoop-aws and AWS SDK modules, 13 MB), so `up --with s3` starts at once",
     )
     args = parser.parse_args(argv)

@@ -1,9 +1,10 @@
 """An S3-compatible object store for the lab: versitygw's POSIX backend on 127.0.0.1, files under `<lab>/s3/`.
 
 Checkpoints on object storage need a server that speaks S3. versitygw (Apache-2.0) is one Go program, served by the Go
-module proxy, so the lab builds it with `go install` on first use (about 70 s of both cores on an idle 2-core machine,
-then cached by version under `<lab>/bin/`; Go's own module and build caches, in the user's home, make a build for a
-second lab folder a relink: 8 s on a loaded 2-core machine). `RTM_VERSITYGW_BIN` names a binary to use instead.
+module proxy, so the lab builds it with `go install` on first use (2 min 14 s of CPU, 3 min 25 s on a busy 2-core
+machine) and caches it by version under `<lab>/bin/`. Go's own module and build caches, in the user's home, make the
+build for a second lab folder a relink (8 s on the same busy machine). `RTM_VERSITYGW_BIN` names a binary to use
+instead.
 
 Each lab folder gets its own access key and secret, random, in `<lab>/s3/credentials.json` (mode 0600). The server
 reads them from its environment, never from its command line, so `ps` does not show them; nothing the lab prints
@@ -122,7 +123,7 @@ def _build(target: Path, log) -> None:
         "CGO_ENABLED": "0",
     }
     command = [str(go), "install", "-trimpath", "-ldflags=-s -w", f"{VERSITYGW_MODULE}@{VERSITYGW_VERSION}"]
-    log(f"s3        building versitygw {VERSITYGW_VERSION} with `go install` (once; about 70 s on 2 idle cores) ...")
+    log(f"s3        building versitygw {VERSITYGW_VERSION} with `go install` (once; a few minutes of CPU) ...")
     began = time.monotonic()
     with build_log.open("w") as out:
         build = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=target.parent)
