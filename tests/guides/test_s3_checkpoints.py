@@ -6,7 +6,9 @@ One `spark-submit` driver (snippets/guides/s3_checkpoints.py) runs two Kafka -> 
 committed every record of a first wave (read back through the S3 API), kills the driver's process group, produces a
 second wave while it is down (new ids, and repeats of ids the first wave had), and starts a new driver on the same
 checkpoints, this one with the stream-based checkpoint file manager. Asserted: the stateless output holds every record once; the dedup output holds every id once, so the
-repeats sent while the driver was down were dropped by state restored from the store.
+repeats sent while the driver was down were dropped by state restored from the store; the store's keys appear in no
+command line or log, and Spark's event log shows both S3A key settings redacted (as Spark settings and as Hadoop
+properties).
 """
 
 import json
@@ -94,7 +96,12 @@ def test_killed_driver_resumes_from_s3a_checkpoints_with_nothing_lost(lab, s3_st
         keys = driver.checkpoint_keys(name)
         assert {"metadata", "commits/0", "offsets/0"} <= set(keys), keys
     assert any(key.startswith("state/0/") for key in driver.checkpoint_keys("dedup"))
-    # The store's keys reached the driver by environment: not on its command line, nor in its logs.
+    # The store's keys reached the driver by environment: not on its command line, nor in its logs. Spark's event log
+    # lists both settings, redacted by the default spark.redaction.regex.
     logs = "".join(path.read_text() for path in tmp_path.glob("s3-driver-*.log"))
+    events = "".join(path.read_text() for path in driver.event_log_dir.rglob("events_*"))
     for key in (s3_store.credentials.access_key, s3_store.credentials.secret_key):
-        assert key not in command_line and key not in logs
+        assert key not in command_line and key not in logs and key not in events
+    for setting in ("fs.s3a.access.key", "fs.s3a.secret.key"):  # as Spark settings, and as Hadoop properties
+        assert f'"spark.hadoop.{setting}":"*********(redacted)"' in events
+        assert f'"{setting}":"*********(redacted)"' in events

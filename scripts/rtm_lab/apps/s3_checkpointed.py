@@ -48,6 +48,12 @@ class S3Driver:
         self.runs = 0
 
     @property
+    def event_log_dir(self) -> Path:
+        folder = self.log_dir / "event-logs"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    @property
     def log_path(self) -> Path:
         return self.log_dir / f"s3-driver-{self.runs}.log"
 
@@ -60,6 +66,10 @@ class S3Driver:
         # stateful one (spark.sql.shuffle.partitions=2), so 4 slots per query cover either kind.
         cmd = [str(spark_submit), "--master", f"local[{4 * len(self.sinks)}]", "--jars", ",".join(map(str, jars))]
         cmd += ["--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2"]
+        # Spark's event log (what a history server shows): the settings as Spark lists them, redactions applied; plain
+        # JSON lines (Spark 4 compresses it by default).
+        cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={self.event_log_dir.as_uri()}"]
+        cmd += ["--conf", "spark.eventLog.compress=false"]
         cmd += ["--driver-java-options", f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
         cmd += ["--py-files", rtm_or_flink_spark.__file__, s3_checkpoints.__file__]
         cmd += ["--source", self.source, "--checkpoints", self.store.uri(self.prefix)]
