@@ -9,7 +9,7 @@ help:
 	@echo "make test    set up everything, then lint and run the whole test suite"
 	@echo "make test-fast   lint, docs, skill, generators and quick Spark cases only (pytest -m 'not slow', < 3 min)"
 	@echo "make test-versions   quick start, trigger, support-matrix and allowlist-off cases on PySpark 4.1.4, 4.2.1 and 4.3.0 (heavy)"
-	@echo "make setup   everything the test suite needs: lab-setup, plus Prometheus, the JVM snippets' jar, the PyFlink venv, a class archive, Chromium"
+	@echo "make setup   everything the test suite needs: lab-setup, plus Prometheus, the JVM snippets' jar, the PyFlink venv, a class archive, the object store, Chromium"
 	@echo "make lab-setup   what the lab and the demo need: venv, pinned packages, Java check, PostgreSQL binaries, jars"
 	@echo "make lab-up / lab-down / lab-status   the local Kafka + PostgreSQL services"
 	@echo "make format  apply ruff's formatting and safe fixes"
@@ -20,10 +20,12 @@ $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 	scripts/bootstrap.sh
 	touch $@
 
-# The test sessions load the JVM snippets' jar, the engine comparison's tests run Flink in the PyFlink venv, and the
-# suite's Spark drivers start from a class archive (rtm_lab.spark_class_archive): all built here once, not in a test.
+# The test sessions load the JVM snippets' jar, the engine comparison's tests run Flink in the PyFlink venv, the
+# suite's Spark drivers start from a class archive (rtm_lab.spark_class_archive), and the checkpoint-storage tests use
+# the lab's object store (versitygw, minutes of CPU to build on a machine whose Go caches are cold): all built here
+# once, not in a test, where the build would count against a test's 300 s timeout.
 setup: $(VENV)/.installed
-	$(PY) scripts/lab.py setup --prometheus --jvm-snippets --flink --spark-archive
+	$(PY) scripts/lab.py setup --prometheus --jvm-snippets --flink --spark-archive --s3
 	scripts/setup_browser.sh
 
 # The lab, the demo and the get-started tutorial need only this: no Prometheus, JVM snippets' jar, PyFlink venv, class

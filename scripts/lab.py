@@ -11,8 +11,8 @@
   python scripts/lab.py setup    check Java, install PostgreSQL if missing (root), fetch the pinned jars
                                  (--prometheus: also unpack Debian's prometheus package into the lab folder;
                                  --jvm-snippets: build the JVM snippets' jar; --flink: the PyFlink venv;
-                                 --spark-archive: the test suite's class archive; `make setup` does all four;
-                                 --s3: build the object store and fetch the s3a:// jars)
+                                 --spark-archive: the test suite's class archive; --s3: build the object store and
+                                 fetch the s3a:// jars; `make setup` does all five)
 
 Set KAFKA_BOOTSTRAP_SERVERS or POSTGRES_DSN to use your own service instead; the lab then starts nothing for it.
 """

@@ -134,6 +134,18 @@ def test_lab_refuses_a_bad_port_setting_before_creating_anything(env, value):
     assert not Path(env["RTM_LAB_DIR"]).exists()
 
 
+def test_lab_refuses_a_bad_object_store_setting_before_creating_anything(env):
+    env["RTM_LAB_S3_PORT"] = "abc"
+    assert_refused(run("lab.py", "up", "--with", "s3", env=env), "RTM_LAB_S3_PORT='abc' is not a port number")
+    assert not Path(env["RTM_LAB_DIR"]).exists()
+
+
+def test_lab_refuses_a_versitygw_binary_that_is_not_one(env, lab, tmp_path):
+    env |= {"KAFKA_BOOTSTRAP_SERVERS": lab.kafka_bootstrap, "POSTGRES_DSN": lab.postgres_dsn}
+    env["RTM_VERSITYGW_BIN"] = str(tmp_path / "no-such-versitygw")
+    assert_refused(run("lab.py", "up", "--with", "s3", env=env), "RTM_VERSITYGW_BIN=", "is not an executable file")
+
+
 @pytest.mark.parametrize("form", ["url", "key-value"])
 def test_a_wrong_postgres_password_is_named_and_never_printed(env, lab, form):
     port = lab.postgres.port
