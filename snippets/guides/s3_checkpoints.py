@@ -1,11 +1,16 @@
 """Real-time queries that checkpoint to S3 through `s3a://`, restartable from there.
 
 The settings below point Hadoop's S3A connector at an S3-compatible endpoint. Spark
-needs hadoop-aws of its own Hadoop version (3.5.0 for Spark 4.3.0) and the AWS SDK
-modules it calls on `spark.jars`. Against the lab (`scripts/lab.py up --with s3`):
+needs hadoop-aws of its own Hadoop version (3.5.0 for Spark 4.3.0) and the AWS SDK.
+`--packages org.apache.hadoop:hadoop-aws:3.5.0` brings both (the SDK as its shaded
+bundle); the lab loads hadoop-aws and only the SDK modules it calls, offline, with
+`--jars`. Against the lab (`scripts/lab.py up --with s3`):
 
-    S3_ENDPOINT=http://127.0.0.1:PORT AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... \\
-    KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092 spark-submit --jars CONNECTOR_AND_S3A_JARS \\
+    export S3_ENDPOINT=http://127.0.0.1:PORT
+    export AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=...
+    export KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:9092
+    KAFKA=org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0
+    spark-submit --packages "$KAFKA,org.apache.hadoop:hadoop-aws:3.5.0" \\
         --py-files rtm_or_flink_spark.py s3_checkpoints.py \\
         --source events --checkpoints s3a://BUCKET/checkpoints \\
         --query transform=events-out --query dedup=events-first
