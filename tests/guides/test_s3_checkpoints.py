@@ -12,13 +12,14 @@ properties).
 """
 
 import json
+import os
 import time
 import uuid
 from collections import Counter
 
 import pytest
 
-from rtm_lab import processes, topics
+from rtm_lab import processes, s3store, topics
 from rtm_lab.apps.s3_checkpointed import S3Driver
 from rtm_lab.s3a import STREAM_FILE_MANAGER
 from rtm_lab.waiting import wait_until
@@ -102,6 +103,11 @@ def test_killed_driver_resumes_from_s3a_checkpoints_with_nothing_lost(lab, s3_st
         keys = driver.checkpoint_keys(name)
         assert {"metadata", "commits/0", "offsets/0"} <= set(keys), keys
     assert any(key.startswith("state/0/") for key in driver.checkpoint_keys("dedup"))
+    # S3A's default (fs.s3a.checksum.generation=false) sent no CRC32 trailer with the PUT: the store kept a CRC64NVME
+    # of its own (versitygw's POSIX backend keeps an object's checksums in an extended attribute of its file).
+    offsets = s3store.data_dir() / s3store.BUCKET / prefix / "transform" / "offsets" / "0"
+    checksums = json.loads(os.getxattr(offsets, "user.checksums"))
+    assert checksums["Algorithm"] == "CRC64NVME" and checksums["CRC32"] is None, checksums
     # The store's keys reached the driver by environment: not on its command line, nor in its logs. Spark's event log
     # lists both settings, redacted by the default spark.redaction.regex.
     logs = "".join(path.read_text() for path in tmp_path.glob("s3-driver-*.log"))
