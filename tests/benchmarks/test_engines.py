@@ -66,46 +66,107 @@ def test_the_input_is_a_pure_function_of_the_sequence_with_one_redelivery_in_ten
     events = [engine_run.engine_event(s) for s in range(20)]
     assert events == [engine_run.engine_event(s) for s in range(20)]
     assert [e["id"] for e in events] == [*range(9), 4, *range(10, 19), 14]
+    assert events[9]["user"] == events[4]["user"]  # a redelivery repeats its user too
     assert engine_run.expected_outputs("transform", 20) == engine_run.PRIMING + 20
     assert engine_run.expected_outputs("dedup", 20) == engine_run.PRIMING + 18
     assert engine_run.expected_outputs("count", 20) is None
 
 
-def test_only_patterns_pick_cells_and_the_engines_alternate():
+def test_only_patterns_pick_cells_and_the_engines_take_turns_going_first():
     cells = engines.matrix([1000, 10000], 3, list(engine_run.PIPELINES), 10000)
-    assert len(cells) == 2 * 3 * 4 * 2 + 4 * 2
-    assert [c[0] for c in cells[:4]] == ["spark", "flink", "spark", "flink"]
+    # 4 pipelines x 2 engines, plus Flink's heap variant on the 2 stateful ones, per rate and repeat; defaults once.
+    assert len(cells) == 2 * 3 * (4 * 2 + 2) + 4 * 2
+    firsts = {}
+    for i, cell in enumerate(cells):
+        engine, pipeline, rate, profile, repeat = cell
+        if profile != "tuned-heap" and (i == 0 or cells[i - 1][1:] != cell[1:] or cells[i - 1][3] == "tuned-heap"):
+            firsts[(pipeline, rate, profile, repeat)] = engine
+    tuned = [engine for (_, _, profile, _), engine in firsts.items() if profile == "tuned"]
+    assert tuned.count("spark") == tuned.count("flink") == 2 * 3 * 4 // 2
+    for pipeline in engine_run.PIPELINES:  # from one repeat to the next, the other engine goes first
+        assert {firsts[(pipeline, 1000, "tuned", r)] for r in (1, 2)} == {"spark", "flink"}
+    assert [c for c in cells if c[3] == "tuned-heap"][:2] == [
+        ("flink", "count", 1000, "tuned-heap", 1),
+        ("flink", "dedup", 1000, "tuned-heap", 1),
+    ]
     picked = [engines.run_id(*c) for c in cells if engines.selected(c, ["flink/count/*/default"])]
     assert picked == ["flink/count/10000/default/1"]
-    assert sum(engines.selected(c, ["*/*/10000"]) for c in cells) == 3 * 4 * 2 + 4 * 2
+    assert sum(engines.selected(c, ["*/*/10000"]) for c in cells) == 3 * (4 * 2 + 2) + 4 * 2
+
+
+def test_a_results_file_refuses_runs_of_another_harness_placement_or_machine():
+    from rtm_lab import machine
+
+    here = {"harness": engines.HARNESS, "placement": "shared", "machine": machine.describe()}
+    assert engines.refusal({"runs": {"a": here}}, "shared") is None
+    assert "another harness" in engines.refusal({"runs": {"a": {**here, "harness": None}}}, "shared")
+    assert "not isolated" in engines.refusal({"runs": {"a": here}}, "isolated")
+    elsewhere = {**here, "machine": {**here["machine"], "cpu_model": "another CPU"}}
+    assert "was measured on" in engines.refusal({"runs": {"a": elsewhere}}, "shared")
+    both = {"runs": {"a": {**here, "engine": "spark"}, "b": {**elsewhere, "engine": "flink"}}}
+    with pytest.raises(ValueError, match="2 machines"):
+        engines_report.markdown(both)
+
+
+def test_the_per_second_series_buckets_latency_by_the_events_second_and_records_by_broker_time():
+    source = [rec({"id": i}, 1_000 + 250 * i, offset=i) for i in range(8)]  # 4 events a second for 2 s
+    sink = [rec({"id": i}, 1_010 + 350 * i, offset=i) for i in range(8)]  # the last one out in the third second
+    latencies = [(i, 10.0 + 10 * i) for i in range(8)]
+    rows = engine_run.per_second(latencies, 4.0, source, sink, 1_000)
+    assert [row[0] for row in rows] == [0, 1, 2]
+    assert rows[0][3] == 40.0 and rows[1][3] == 80.0  # the worst of each second's events
+    assert [row[4] for row in rows] == [4, 4, 0]
+    assert [row[5] for row in rows] == [3, 3, 2]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quick_run_both_engines_agree_and_lose_nothing(lab, flink_venv, tmp_path):
     out = tmp_path / "engines.json"
-    done = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out)],
-        capture_output=True, text=True, timeout=840, check=False,
-    )  # fmt: skip
+    command = [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out)]
+    done = subprocess.run([*command, "--placement", "isolated"], capture_output=True, text=True, timeout=840,
+                          check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(out.read_text())
-    assert sorted(result["runs"]) == sorted(
-        engines.run_id(e, "transform", 1000, "tuned", 1) for e in ("spark", "flink")
-    )
+    assert sorted(result["runs"]) == sorted(engines.run_id(e, "count", 1000, "tuned", 1) for e in ("spark", "flink"))
     for run in result["runs"].values():
         assert run["missing"] == 0 and run["n"] > 0, run["engine"] + "/" + run["pipeline"]
         assert run["cpu_s"] > 0 and run["rss_peak_mib"] > 100
         assert run["load_average"]["start"] and run["versions"]["spark"]
+        # Isolated: the engine's processes ran on core 0 alone, and both cores' busy shares were recorded.
+        assert run["placement"] == "isolated" and run["engine_cores"] == [0]
+        assert sorted(run["core_busy"]) == ["0", "1"]
+        # Read back from the running engine: RocksDB's library loaded, G1 kept, the JVM's arguments.
+        back = run["readback"]
+        assert back["rocksdb_library_loaded"] is True
+        assert back["gc"] == ["G1 Old Generation", "G1 Young Generation"]
+        assert "-XX:+UseG1GC" in back["jvm_args"]
+        assert run["series"] and run["series_fields"][:3] == ["second", "p50_ms", "p99_ms"]
+        assert sum(run["source_partition_records"]) == run["sent"] + engine_run.PRIMING
+    spark, flink = result["runs"]["spark/count/1000/tuned/1"], result["runs"]["flink/count/1000/tuned/1"]
+    assert spark["readback"]["state_store"] == engine_run.ROCKSDB_PROVIDER
+    assert "Exchange" in spark["readback"]["plan_nodes"]
+    assert (flink["readback"]["state_backend"], flink["readback"]["checkpoint_mode"]) == (
+        "EmbeddedRocksDBStateBackend",
+        "at_least_once",
+    )
+    # Flink's own count of the records each GroupAggregate subtask received equals the partitioner's derivation.
+    assert flink["flink_counted_task_records"] == flink["task_shares"]["flink_records"]
     assert engines_report.disagreements(result) == []
-    assert "| transform | 1,000 | tuned | Flink |" in out.with_suffix(".md").read_text()
+    assert "| count | 1,000 | tuned | Flink |" in out.with_suffix(".md").read_text()
     assert engines_report.plot_path(out).stat().st_size > 10_000
+    assert engines_report.series_plot_path(out).stat().st_size > 10_000
     # A second invocation finds every cell done and runs nothing.
     again = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out), "--list"],
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out), "--list",
+         "--placement", "isolated"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert again.stdout.count("(in the results file)") == 2
+    # Another placement is refused: one file, one placement.
+    other = subprocess.run([*command, "--placement", "shared"], capture_output=True, text=True, timeout=60,
+                           check=False)  # fmt: skip
+    assert other.returncode == 2 and "holds isolated runs, not shared" in other.stderr
 
 
 def test_only_the_enrichment_drops_events_by_tier():
