@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -287,6 +288,28 @@ def rocksdb_loaded(pids: list[int]) -> bool:
     return False
 
 
+GC_NAMES = {"-XX:+UseG1GC": "G1", "-XX:+UseSerialGC": "Serial", "-XX:+UseParallelGC": "Parallel", "-XX:+UseZGC": "Z",
+            "-XX:+UseShenandoahGC": "Shenandoah"}  # fmt: skip
+
+
+def jvm_flags(pids: list[int]) -> dict:
+    """The final flags of each JVM among `pids`, as the JVM itself reports them (`jcmd PID VM.flags`): what ran,
+    ergonomics included, and the collector those flags select."""
+    jcmd = shutil.which("jcmd")
+    if jcmd is None:
+        return {"jvm_flags": "jcmd not installed: no flags read back"}
+    found: dict = {}
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).name() != "java":
+                continue
+        done = subprocess.run([jcmd, str(pid), "VM.flags"], capture_output=True, text=True, timeout=60, check=False)
+        flags = [word for line in done.stdout.splitlines()[1:] for word in line.split() if word.startswith("-XX:")]
+        if flags:
+            found = {"jvm_flags": flags, "gc_selected": [GC_NAMES[f] for f in flags if f in GC_NAMES]}
+    return found or {"jvm_flags": "no JVM answered jcmd"}
+
+
 def flink_rest_base(proc: processes.Started, timeout_s: float = 60.0) -> str:
     log_dir = proc.folder / "log"
     wait_until(lambda: flink_rest.address(log_dir) is not None, timeout_s, "Flink's REST address in its log", 0.5)
@@ -417,6 +440,9 @@ def run(
                 readback = flink_rest.readback(rest, job) if job else {"error": "no running job in the REST API"}
             engine_pids = [proc.pid, *(c.pid for c in psutil.Process(proc.pid).children(recursive=True))]
             readback["rocksdb_library_loaded"] = rocksdb_loaded(engine_pids)
+            readback |= jvm_flags(engine_pids)
+            if not readback.get("gc") and readback.get("gc_selected"):
+                readback["gc"] = readback["gc_selected"]
             engine_cores_seen = sorted(set().union(*(_cores_or_empty(pid) for pid in engine_pids)))
             say(
                 f"{engine} started and primed in {startup_s:.1f}s; {rate:.0f} events/s for {warmup:.0f}+{seconds:.0f}s"

@@ -159,7 +159,7 @@ def readback_lines(result: dict) -> list[str]:
         shares = (first.get("task_shares") or {}).get(engine)
         rows.append(
             f"| {pipeline} | {rate:,.0f} | {profile} | {ENGINE_LABELS[engine]} | {state} | {checkpoint} | "
-            f"{', '.join(back.get('gc', [])) or '-'} | {_shares(shares)} | {_median_busy(runs)} |"
+            f"{', '.join(back.get('gc_selected') or back.get('gc', [])) or '-'} | {_shares(shares)} | {_median_busy(runs)} |"
         )
     if not rows:
         return []
