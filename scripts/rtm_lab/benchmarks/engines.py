@@ -77,12 +77,6 @@ def matrix(
     return cells
 
 
-def machine_key(run: dict) -> str:
-    """What makes two runs comparable machines: cores, memory, CPU model, kernel (not the Python patch level)."""
-    m = run.get("machine", {})
-    return f"{m.get('cores')} cores, {m.get('memory_gib')} GiB, {m.get('cpu_model')}, {m.get('os')}"
-
-
 def refusal(result: dict, placement: str) -> str | None:
     """Why new runs may not join this results file: runs of the first harness, of another placement, or of another
     machine. None when they may."""
@@ -96,8 +90,8 @@ def refusal(result: dict, placement: str) -> str | None:
         return f"holds {', '.join(sorted(map(str, placements)))} runs, not {placement}"
     from rtm_lab import machine
 
-    here = machine_key({"machine": machine.describe()})
-    there = {machine_key(r) for r in runs}
+    here = engines_report.machine_key({"machine": machine.describe()})
+    there = {engines_report.machine_key(r) for r in runs}
     if there != {here}:
         return f"was measured on {', '.join(sorted(there))}; this machine is {here}"
     return None

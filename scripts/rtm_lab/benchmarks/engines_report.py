@@ -85,9 +85,13 @@ def p99_ratio(result: dict, pipeline: str, rate: float, profile: str) -> float |
     return round(s / f, 2) if s is not None and f else None
 
 
-def machines(result: dict) -> set[str]:
-    from rtm_lab.benchmarks.engines import machine_key
+def machine_key(run: dict) -> str:
+    """What makes two runs comparable machines: cores, memory, CPU model, kernel (not the Python patch level)."""
+    m = run.get("machine", {})
+    return f"{m.get('cores')} cores, {m.get('memory_gib')} GiB, {m.get('cpu_model')}, {m.get('os')}"
 
+
+def machines(result: dict) -> set[str]:
     return {machine_key(r) for r in result["runs"].values()}
 
 
