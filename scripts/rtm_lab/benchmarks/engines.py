@@ -302,11 +302,12 @@ def main(args: argparse.Namespace, command: str) -> int:
 
 
 def _estimate_s(cell: tuple, seconds: float, warmup: float) -> float:
-    """A run's wall time on the 2-core lab machine: start-up and priming, the run, the drain, and reading both topics
-    back (about 3 s per 100,000 records); Flink's Python worker adds to the enrichment's start."""
+    """A run's wall time on a quiet 2-core machine: about 12 s to start and prime, the run, and about 50 us per event
+    to generate, read back, pair and place (the first harness's 56 runs took 87 minutes: 79 s a run at 1,000
+    events/s, 105 s at 10,000). PyFlink's Python worker adds to the enrichment's start."""
     engine, pipeline, rate = cell[0], cell[1], cell[2]
-    startup = {"spark": 30.0, "flink": 25.0}[engine] + (20.0 if engine == "flink" and pipeline == "enrich" else 0.0)
-    return startup + warmup + seconds + 10.0 + 2 * rate * (warmup + seconds) * 3e-5
+    python_worker = 15.0 if engine == "flink" and pipeline == "enrich" else 0.0
+    return 12.0 + python_worker + warmup + seconds + 2.0 + rate * (warmup + seconds) * 5e-5
 
 
 def _say(line: str) -> None:
