@@ -323,7 +323,7 @@ def series_plot_path(json_path: Path) -> Path:
 
 def plot_series(result: dict, path: Path) -> None:
     """Per second, each engine's p99 and max (tuned, the run whose p99 is the cell's median), one panel per pipeline
-    and rate, with the generator's in/s on a second axis: where in a run the tail came from."""
+    and rate, with its records in and out per second on a second axis: where in a run the tail came from."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -339,6 +339,7 @@ def plot_series(result: dict, path: Path) -> None:
     rows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
     for ax, (pipeline, rate) in zip(axes.flat, panels, strict=False):
+        rates_ax = ax.twinx()
         for (p, r, _, engine), runs in grouped.items():
             if (p, r) != (pipeline, rate):
                 continue
@@ -351,6 +352,12 @@ def plot_series(result: dict, path: Path) -> None:
                     label=f"{ENGINE_LABELS[engine]} p99")  # fmt: skip
             ax.plot([row[t] for row in points], [max(row[top], 0.5) for row in points], ":", color=COLORS[engine],
                     label=f"{ENGINE_LABELS[engine]} max")  # fmt: skip
+            ins, outs = fields.index("in_per_s"), fields.index("out_per_s")
+            seconds = [row[t] for row in rep["series"]]
+            rates_ax.plot(seconds, [row[ins] for row in rep["series"]], "-", color="grey", lw=0.6, alpha=0.6)
+            rates_ax.plot(seconds, [row[outs] for row in rep["series"]], "--", color=COLORS[engine], lw=0.6, alpha=0.6)
+        rates_ax.set_ylabel("records/s: in (grey), out (dashed)", fontsize=7)
+        rates_ax.tick_params(labelsize=7)
         ax.set_yscale("log")
         ax.set_xlabel("second of the run (warm-up included)")
         ax.set_ylabel("latency, ms (log)")
