@@ -18,9 +18,9 @@ runs until the process is stopped.
 import argparse
 import json
 import os
-import sys
 
 # --8<-- [start:setup]
+import sys
 from pathlib import Path
 
 from pyflink.common import Configuration
