@@ -14,6 +14,8 @@
                                                  Setup's "When to use it, and when not"
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines   likewise, from their JSON
   python scripts/tables.py retry-outcomes        likewise, from retry-outcomes.json
+  python scripts/tables.py per-task-throughput   the per-task capacity table, from per-task-throughput.json; skipped
+                                                 while that file does not exist (nothing is shown before a run)
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
@@ -47,6 +49,8 @@ class Table:
     output: str  # file name in the results folder
     render: Callable[[Path], str]  # the results folder -> the table's text
     folder: Path | None = None  # where it is written, when not the results folder
+    # The results file this table needs only once measured: until it exists the table is skipped, not an error.
+    once_measured: str | None = None
 
 
 def _cases_table(name: str, rows: Callable) -> Callable[[Path], str]:
@@ -164,6 +168,11 @@ TABLES = {
         "engines-capacity.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "capacity_markdown")
     ),
     "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
+    "per-task-throughput": Table(
+        "per-task-throughput.md",
+        _from_json("per-task-throughput.json", "rtm_lab.benchmarks.per_task_report"),
+        once_measured="per-task-throughput.json",
+    ),
     "glossary": Table("glossary.md", _glossary),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
     # Drawn from code alone (no results file): the pages include what `--check` keeps in step with the drawing.
@@ -212,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                 text, output = _render_region(name, args.results), REGIONS[name].file
             else:
                 table = TABLES[name]
+                if table.once_measured and not (args.results / table.once_measured).is_file():
+                    continue
                 text, output = table.render(args.results), (table.folder or args.results) / table.output
         except (FileNotFoundError, MissingRegion, RenderError) as exc:
             print(f"error: {exc}", file=sys.stderr)
