@@ -44,6 +44,7 @@ DEFAULT_CORES_PER_EXECUTOR = 4
 RESULTS_NAME = "per-task-throughput.json"
 STALL_NAME = "checkpoint-storage.json"
 SLOT_PAGE = "docs/reference/slot-sizing.md"
+CLUSTERS = ("standalone", "kubernetes")
 
 
 class PlanInputError(ValueError):
@@ -147,10 +148,12 @@ def plan(
     results_label: str,
     stalls: dict | None = None,
     slots: Slots | None = None,
+    cluster: str | None = None,
 ) -> list[Figure]:
     """The plan, figure by figure. `results` is the per-task results file (None when
     there is none), `stalls` the checkpoint-storage results, `slots` the readiness
-    check's count when a query file was given."""
+    check's count when a query file was given, `cluster` "standalone" or "kubernetes"
+    for the spark-submit settings."""
     validate(request)
     slots = slots or slots_for_shape(request)
     out = [Figure("task slots", f"{slots.total:,}", slots.how)]
@@ -192,6 +195,18 @@ def plan(
     )
     out += _catch_up(request, busiest, capacity)
     out.append(_stall(request, stalls))
+    if cluster is not None:
+        cores, executors = cores_and_executors(request, slots, capacity)
+        lines = submit_settings(request, slots, cores, executors, cluster)
+        out.append(
+            Figure(
+                f"spark-submit ({cluster})",
+                "\n  " + " \\\n  ".join(lines),
+                "the cores and executors above; the checkpoint location is the "
+                "query's own option: give it a durable folder (HDFS, S3, a shared "
+                "mount)",
+            )
+        )
     return out
 
 
@@ -233,16 +248,15 @@ def _cores(
     request: Request, slots: Slots, busiest: float, capacity: Capacity | None
 ) -> list[Figure]:
     per_exec = request.cores_per_executor
+    cores, executors = cores_and_executors(request, slots, capacity)
     if capacity is None:
-        cores, why = slots.total, "= task slots (no per-task capacity to check)"
+        why = "= task slots (no per-task capacity to check)"
     else:
         for_load = math.ceil(request.rate / (capacity.rate * request.utilisation))
-        cores = max(slots.total, for_load)
         why = (
             f"max(task slots {slots.total:,}, ceil(rate / (capacity x target "
             f"utilisation)) = {for_load:,})"
         )
-    executors = math.ceil(cores / per_exec)
     out = [
         Figure("cores", f"{cores:,}", why),
         Figure(
@@ -274,6 +288,58 @@ def _cores(
     if load > request.utilisation:
         out.append(_what_to_change(request, slots, busiest, capacity))
     return out
+
+
+def cores_and_executors(
+    request: Request, slots: Slots, capacity: Capacity | None
+) -> tuple[int, int]:
+    """Cores: every task slot, or more when the load needs more at the target
+    utilisation. Executors: the cores in executors of the requested size."""
+    cores = slots.total
+    if capacity is not None:
+        for_load = math.ceil(request.rate / (capacity.rate * request.utilisation))
+        cores = max(cores, for_load)
+    return cores, math.ceil(cores / request.cores_per_executor)
+
+
+# --8<-- [start:submit]
+def submit_settings(
+    request: Request, slots: Slots, cores: int, executors: int, cluster: str
+) -> list[str]:
+    """The spark-submit options that give the query its plan: fixed executors with
+    every slot, dynamic allocation off, the first batch held until all executors
+    have registered, the shuffle partitions the slots were counted with."""
+    per_exec = request.cores_per_executor
+    common = [
+        "--conf spark.dynamicAllocation.enabled=false",
+        "--conf spark.scheduler.minRegisteredResourcesRatio=1.0",
+        "--conf spark.task.cpus=1",
+        "--conf spark.driver.cores=1",
+    ]
+    if slots.shuffle_tasks:
+        common.append(f"--conf spark.sql.shuffle.partitions={slots.shuffle_tasks[0]}")
+    if cluster == "standalone":
+        return [
+            "--master spark://MASTER_HOST:7077",
+            f"--total-executor-cores {executors * per_exec}",
+            f"--executor-cores {per_exec}",
+            *common,
+        ]
+    return [
+        "--master k8s://https://API_SERVER:6443 --deploy-mode cluster",
+        f"--conf spark.executor.instances={executors}",
+        f"--conf spark.executor.cores={per_exec}",
+        f"--conf spark.kubernetes.executor.request.cores={per_exec}",
+        "--conf spark.kubernetes.driver.request.cores=1",
+        "--conf spark.kubernetes.namespace=NAMESPACE",
+        "--conf spark.kubernetes.container.image=IMAGE_WITH_YOUR_VENV",
+        "--conf spark.kubernetes.authenticate.driver.serviceAccountName=SPARK_SA",
+        "--conf spark.kubernetes.file.upload.path=s3a://BUCKET/spark-uploads",
+        *common,
+    ]
+
+
+# --8<-- [end:submit]
 
 
 def _what_to_change(
@@ -388,12 +454,21 @@ def _stall(request: Request, stalls: dict | None) -> Figure:
     return Figure(name, f"{float(value):,.0f} ms at each batch end", key)
 
 
-def text(figures: list[Figure]) -> str:
-    width = max(len(f.name) for f in figures)
-    return "\n".join(
-        f"{f.name:<{width}}  {f.value}\n{'':<{width}}    from: {f.source}"
-        for f in figures
-    )
+def text(figures: list[Figure], columns: int = 88) -> str:
+    """Each figure on its line, its source wrapped under it to `columns`."""
+    import textwrap
+
+    lines = []
+    for f in figures:
+        lines.append(f"{f.name}: {f.value}")
+        lines += textwrap.wrap(
+            f"from: {f.source}",
+            columns,
+            initial_indent="    ",
+            subsequent_indent="          ",
+            break_on_hyphens=False,
+        )
+    return "\n".join(line.rstrip() for line in "\n".join(lines).splitlines())
 
 
 def load_json(path: Path) -> dict | None:
@@ -482,6 +557,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     add("--downtime-s", type=float, default=0.0, help="how long a restart takes")
     add("--results", type=Path, help=f"the per-task results ({RESULTS_NAME})")
     add("--stalls", type=Path, help=f"the checkpoint-storage results ({STALL_NAME})")
+    add("--submit", choices=CLUSTERS, help="also print spark-submit settings for it")
     add("--query", help="a query file: slots from the readiness check")
     add("--master", default="local[2]", help="where the check runs (%(default)s)")
     add("--conf", action="append", default=[], metavar="K=V", help="for the check")
@@ -530,6 +606,7 @@ def main(argv: list[str] | None = None, jars=None, launcher_conf=None) -> int:
             results_path.name,
             load_json(stalls_path),
             slots,
+            ns.submit,
         )
     except (PlanInputError, ValueError) as exc:
         print(f"plan: {exc}", file=sys.stderr)

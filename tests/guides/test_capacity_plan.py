@@ -7,6 +7,7 @@ file (that path is the readiness check's, tested in tests/reference/test_readine
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -142,7 +143,7 @@ def test_boundary_stall_is_read_from_the_checkpoint_results_or_not_measured():
 
 def test_text_puts_each_source_under_its_figure():
     lines = text(plan(CASES["the 64-partition question"][0], TABLE, LABEL)).splitlines()
-    assert lines[0].split() == ["task", "slots", "96"]
+    assert lines[0] == "task slots: 96"
     assert lines[1].strip().startswith("from: 64 source partitions + 32 shuffle partitions")
 
 
@@ -158,7 +159,7 @@ QUESTION = ["--rate", "100000", "--source-partitions", "64", "--shape", "groupby
 def test_cli_answers_the_question_from_a_results_file():
     result = plan_cli(*QUESTION, "--results", str(FIXTURE))
     assert result.returncode == 0, result.stderr
-    assert "catch-up time            136 s" in result.stdout
+    assert "catch-up time: 136 s" in result.stdout
 
 
 BAD = {
@@ -189,3 +190,33 @@ def test_bad_input_is_one_line_and_exit_2(case):
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and phrase in result.stderr, result.stderr
+
+
+# The run the cluster guide shows: the issue's question, planned from the real results files (none measured yet is
+# what it then says), with the spark-submit settings for both clusters. RTM_RECORD_PLAN=1 writes it again.
+RECORDED = PROJECT_ROOT / "docs" / "results" / "capacity-plan.txt"
+
+
+def recorded_text() -> str:
+    """The planner's output for the question, in sections the guide includes: the plan, then each cluster's settings."""
+    sections = []
+    for cluster in ("standalone", "kubernetes"):
+        result = plan_cli(*QUESTION, "--submit", cluster)
+        assert result.returncode == 0, result.stderr
+        plan_part, _, submit_part = result.stdout.partition("spark-submit (")
+        if not sections:
+            command = " ".join(["python scripts/plan.py", *QUESTION[:4]]) + " \\\n    "
+            command += " ".join(QUESTION[4:])
+            sections.append(("plan", f"$ {command}\n{plan_part}"))
+        sections.append((cluster, f"$ ... --submit {cluster}\nspark-submit ({submit_part}"))
+    return "".join(f"# --8<-- [start:{name}]\n{body}# --8<-- [end:{name}]\n" for name, body in sections)
+
+
+def test_the_guide_shows_a_real_run_of_the_planner():
+    text = recorded_text()
+    if os.environ.get("RTM_RECORD_PLAN"):
+        RECORDED.write_text(text)
+    assert RECORDED.read_text() == text, (
+        "docs/results/capacity-plan.txt is not what the planner prints now: run "
+        "RTM_RECORD_PLAN=1 pytest tests/guides/test_capacity_plan.py -k real_run"
+    )
