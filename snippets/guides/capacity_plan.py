@@ -495,10 +495,10 @@ def count_slots(ns: argparse.Namespace, jars=None, launcher_conf=None) -> Slots:
     import os
     import shlex
 
-    try:  # in the skill the check sits beside this file as rtm_check.py
-        import rtm_check as check  # type: ignore[import-not-found]
-    except ImportError:
+    try:  # in the repository
         from snippets.reference import readiness_check as check
+    except ImportError:  # in the skill the check sits beside this file as rtm_check.py
+        import rtm_check as check  # type: ignore[import-not-found,no-redef]
 
     argv = ["--slots", "1", "--source-partitions", str(ns.source_partitions)]
     argv += ["--master", ns.master] + [a for c in ns.conf for a in ("--conf", c)]

@@ -8,6 +8,7 @@ file (that path is the readiness check's, tested in tests/reference/test_readine
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -220,3 +221,36 @@ def test_the_guide_shows_a_real_run_of_the_planner():
         "docs/results/capacity-plan.txt is not what the planner prints now: run "
         "RTM_RECORD_PLAN=1 pytest tests/guides/test_capacity_plan.py -k real_run"
     )
+
+
+@pytest.mark.slow
+def test_a_query_file_gets_its_slots_from_the_readiness_check(lab, kafka_topic, tmp_path):
+    """--query: the slots are the readiness check's count from Spark's plan of the file (a groupBy at 32 shuffle
+    partitions, the production topic's 64 partitions), and the rest of the plan is built on them."""
+    from rtm_lab.probes import public_examples
+
+    groupby = next(c for c in public_examples.CASES if c.id == "groupby-default-shuffle-partitions")
+    query = tmp_path / "key_counts.py"
+    query.write_text(groupby.text)
+    source, sink = kafka_topic(partitions=2), kafka_topic(partitions=1)
+    args = ["--rate", "100000", "--source-partitions", "64", "--shape", "groupby-count"]
+    args += ["--conf", "spark.sql.shuffle.partitions=32", "--results", str(FIXTURE)]
+    done = plan_cli(*args, "--query", str(query), lab.kafka_bootstrap, source, sink, str(tmp_path / "checkpoint"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(
+        "task slots: 96\n    from: 64 source tasks + 32 shuffle tasks, read from Spark 4.3.0"
+    ), done.stdout
+    assert "catch-up time: 136 s" in done.stdout
+
+
+def test_the_skills_planner_runs_alone_outside_the_repository(tmp_path):
+    """The skill's scripts/rtm_plan.py, copied alone (with a capacity file beside it, as the skill ships the measured
+    one), runs on the standard library only (python -S: no site-packages, so no pyspark and no project code)."""
+    shutil.copy(PROJECT_ROOT / "skills" / "spark-real-time-mode" / "scripts" / "rtm_plan.py", tmp_path)
+    shutil.copy(FIXTURE, tmp_path / "per-task-throughput.json")
+    done = subprocess.run(
+        [sys.executable, "-S", "rtm_plan.py", *QUESTION], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "catch-up time: 136 s" in done.stdout
+    assert "from: per-task-throughput.json: capacity.groupby-count.100" in done.stdout

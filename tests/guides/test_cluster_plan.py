@@ -1,11 +1,17 @@
-"""Every `spark.kubernetes.*` key the cluster guide shows exists in the pinned Spark: the Kubernetes resource
+"""What the cluster guide's "Deploying the plan" says about Spark, checked against the pinned version.
+
+Every `spark.kubernetes.*` key the cluster guide shows exists in the pinned Spark: the Kubernetes resource
 manager's `Config` object, loaded from the spark-kubernetes jar PySpark ships, registers it as a configuration entry
 (`ConfigEntry.findEntry`), or it starts with one of the key prefixes that object declares as string constants (such as
 `spark.kubernetes.driver.label.`, read from the constant pool of its class file, as `javap -v` lists them). Nothing
-here runs on Kubernetes: the guide says so."""
+here runs on Kubernetes: the guide says so. And Spark's own driver restart (`spark-submit --supervise`) needs cluster
+deploy mode, which spark-submit refuses for a Python application on a standalone cluster: restarting a failed PySpark
+driver is left to something outside Spark."""
 
+import os
 import re
 import struct
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -78,3 +84,19 @@ def test_every_kubernetes_key_the_guide_shows_is_defined_by_the_pinned_jar(spark
     assert "spark.kubernetes.executor.request.cores" in shown, "the planner's settings are among those checked"
     unknown = sorted(k for k in shown if not known(k) and not any(k.startswith(p) for p in prefixes))
     assert unknown == [], f"not defined by the pinned Spark's Kubernetes Config: {unknown}"
+
+
+def test_spark_submit_refuses_cluster_deploy_mode_for_python_on_standalone(tmp_path):
+    """So `--supervise`, Spark's driver restart on standalone, is out of reach for a PySpark query."""
+    app = tmp_path / "app.py"
+    app.write_text("print('never runs')\n")
+    spark_home = Path(pyspark.__file__).parent
+    env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1"}
+    command = [str(spark_home / "bin" / "spark-submit"), "--master", "spark://127.0.0.1:1", "--deploy-mode", "cluster"]
+    done = subprocess.run(
+        [*command, "--supervise", str(app)], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode != 0
+    assert (
+        "Cluster deploy mode is currently not supported for python applications on standalone clusters." in done.stderr
+    ), done.stderr[-2000:]
