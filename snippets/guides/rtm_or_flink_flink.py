@@ -16,13 +16,16 @@ runs until the process is stopped.
 """
 
 import argparse
+import json
 import os
 
 # --8<-- [start:setup]
+import sys
 from pathlib import Path
 
 from pyflink.common import Configuration
-from pyflink.table import EnvironmentSettings, TableEnvironment
+from pyflink.table import DataTypes, EnvironmentSettings, TableEnvironment
+from pyflink.table.udf import FunctionContext, ScalarFunction, udf
 
 # The same settings as the PySpark twin: the consumer's fetch wait, the producer's
 # batching and acks.
@@ -31,6 +34,10 @@ PRODUCER = {"linger.ms": "5", "acks": "all", "batch.size": "16384"}
 # RTM checkpoints at the end of each real-time batch (its batch duration); Flink's
 # checkpoint interval is set to the same 5 minutes.
 CHECKPOINT_INTERVAL = "5 min"
+# The sinks are at-least-once, so aligned (exactly-once) checkpoints would buy nothing.
+CHECKPOINT_MODE = "AT_LEAST_ONCE"
+# Keyed state in RocksDB, as real-time mode keeps it.
+STATE_BACKEND = "rocksdb"
 
 
 def table_environment(
@@ -42,6 +49,10 @@ def table_environment(
     # Parallelism = the topic's partitions.
     config.set_string("parallelism.default", str(parallelism))
     config.set_string("execution.checkpointing.interval", CHECKPOINT_INTERVAL)
+    config.set_string("execution.checkpointing.mode", CHECKPOINT_MODE)
+    config.set_string("state.backend.type", STATE_BACKEND)
+    # Python functions (the enrichment's lookup) run in this interpreter's venv.
+    config.set_string("python.executable", sys.executable)
     config.set_string("pipeline.jars", Path(connector_jar).resolve().as_uri())
     for key, value in (extra or {}).items():
         config.set_string(key, value)
@@ -133,19 +144,40 @@ def count(t_env: TableEnvironment, bootstrap: str, sink_topic: str):
 TIERS = [("user0", "gold"), ("user1", "silver"), ("user2", "bronze")]
 
 
-def enrich(t_env: TableEnvironment, bootstrap: str, sink_topic: str):
-    """Pipeline 3: join each event with a small static table (an inner join: users not
-    in it are dropped)."""
+class TierOf(ScalarFunction):
+    """The static table as a lookup each task holds whole: stateless, no exchange, the
+    same shape as Spark's broadcast hash join. A regular join would keep both sides in
+    keyed state for ever."""
+
+    def __init__(self, rows: list[tuple[str, str]]):
+        self.rows = rows
+
+    def open(self, function_context: FunctionContext) -> None:
+        self.tiers = dict(self.rows)
+
+    def eval(self, user: str):
+        return self.tiers.get(user)
+
+
+def enrich(
+    t_env: TableEnvironment,
+    bootstrap: str,
+    sink_topic: str,
+    rows: list[tuple[str, str]] = TIERS,
+):
+    """Pipeline 3: look each event's user up in a small static table (users not in it
+    are dropped, as by an inner join)."""
     t_env.execute_sql(f"""
         CREATE TEMPORARY TABLE enriched (
             k BYTES, id BIGINT, `user` STRING, tier STRING, amount DOUBLE
         ) WITH ({kafka_sink(bootstrap, sink_topic)})""")
-    rows = ", ".join(f"('{user}', '{tier}')" for user, tier in TIERS)
-    return t_env.execute_sql(f"""
+    tier_of = udf(TierOf(rows), result_type=DataTypes.STRING())
+    t_env.create_temporary_function("tier_of", tier_of)
+    return t_env.execute_sql("""
         INSERT INTO enriched
-        SELECT e.k, e.id, e.`user`, t.tier, e.amount
-        FROM events AS e
-        JOIN (VALUES {rows}) AS t (`user`, tier) ON e.`user` = t.`user`""")
+        SELECT k, id, `user`, tier, amount FROM (
+            SELECT k, id, `user`, amount, tier_of(`user`) AS tier FROM events
+        ) WHERE tier IS NOT NULL""")
 
 
 # --8<-- [end:enrich]
@@ -193,6 +225,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="more Flink configuration",
     )
+    parser.add_argument(
+        "--tiers",
+        help="a JSON file of [user, tier] rows for the enrichment (default: TIERS)",
+    )
     parser.add_argument("runs", nargs="+", metavar="PIPELINE SOURCE_TOPIC SINK_TOPIC")
     args = parser.parse_args(argv)
     if len(args.runs) % 3:
@@ -220,7 +256,11 @@ def main(argv: list[str] | None = None) -> None:
     for name, source, sink in args.runs:
         t_env = table_environment(args.parallelism, args.jar, extra)
         create_source(t_env, bootstrap, source)
-        results.append(PIPELINES[name](t_env, bootstrap, sink))
+        if name == "enrich" and args.tiers:
+            rows = [tuple(row) for row in json.loads(Path(args.tiers).read_text())]
+            results.append(enrich(t_env, bootstrap, sink, rows))
+        else:
+            results.append(PIPELINES[name](t_env, bootstrap, sink))
         print(f"started {name}: {source} -> {sink}", flush=True)
     for result in results:
         # Until the process is stopped (or a job fails, which raises here).

@@ -6,11 +6,13 @@ asserted: the figures are the benchmark's, in docs/results/engines.json.
 """
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
+from rtm_lab import cpu_pinning
 from rtm_lab.benchmarks import engine_output, engine_run, engines, engines_report
 from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.topics import Record
@@ -66,46 +68,101 @@ def test_the_input_is_a_pure_function_of_the_sequence_with_one_redelivery_in_ten
     events = [engine_run.engine_event(s) for s in range(20)]
     assert events == [engine_run.engine_event(s) for s in range(20)]
     assert [e["id"] for e in events] == [*range(9), 4, *range(10, 19), 14]
+    assert events[9]["user"] == events[4]["user"]  # a redelivery repeats its user too
     assert engine_run.expected_outputs("transform", 20) == engine_run.PRIMING + 20
     assert engine_run.expected_outputs("dedup", 20) == engine_run.PRIMING + 18
     assert engine_run.expected_outputs("count", 20) is None
 
 
-def test_only_patterns_pick_cells_and_the_engines_alternate():
+def test_only_patterns_pick_cells_and_the_engines_take_turns_going_first():
     cells = engines.matrix([1000, 10000], 3, list(engine_run.PIPELINES), 10000)
-    assert len(cells) == 2 * 3 * 4 * 2 + 4 * 2
-    assert [c[0] for c in cells[:4]] == ["spark", "flink", "spark", "flink"]
+    # 4 pipelines x 2 engines, plus Flink's heap variant on the 2 stateful ones, per rate and repeat; defaults once.
+    assert len(cells) == 2 * 3 * (4 * 2 + 2) + 4 * 2
+    firsts = {}
+    for i, cell in enumerate(cells):
+        engine, pipeline, rate, profile, repeat = cell
+        if profile != "tuned-heap" and (i == 0 or cells[i - 1][1:] != cell[1:] or cells[i - 1][3] == "tuned-heap"):
+            firsts[(pipeline, rate, profile, repeat)] = engine
+    tuned = [engine for (_, _, profile, _), engine in firsts.items() if profile == "tuned"]
+    assert tuned.count("spark") == tuned.count("flink") == 2 * 3 * 4 // 2
+    for pipeline in engine_run.PIPELINES:  # from one repeat to the next, the other engine goes first
+        assert {firsts[(pipeline, 1000, "tuned", r)] for r in (1, 2)} == {"spark", "flink"}
+    assert [c for c in cells if c[3] == "tuned-heap"][:2] == [
+        ("flink", "count", 1000, "tuned-heap", 1),
+        ("flink", "dedup", 1000, "tuned-heap", 1),
+    ]
     picked = [engines.run_id(*c) for c in cells if engines.selected(c, ["flink/count/*/default"])]
     assert picked == ["flink/count/10000/default/1"]
-    assert sum(engines.selected(c, ["*/*/10000"]) for c in cells) == 3 * 4 * 2 + 4 * 2
+    assert sum(engines.selected(c, ["*/*/10000"]) for c in cells) == 3 * (4 * 2 + 2) + 4 * 2
+
+
+def test_a_results_file_refuses_runs_of_another_harness_placement_or_machine():
+    from rtm_lab import machine
+
+    here = {"harness": engines.HARNESS, "placement": "shared", "machine": machine.describe()}
+    assert engines.refusal({"runs": {"a": here}}, "shared") is None
+    assert "another harness" in engines.refusal({"runs": {"a": {**here, "harness": None}}}, "shared")
+    assert "not isolated" in engines.refusal({"runs": {"a": here}}, "isolated")
+    elsewhere = {**here, "machine": {**here["machine"], "cpu_model": "another CPU"}}
+    assert "was measured on" in engines.refusal({"runs": {"a": elsewhere}}, "shared")
+    both = {"runs": {"a": {**here, "engine": "spark"}, "b": {**elsewhere, "engine": "flink"}}}
+    with pytest.raises(ValueError, match="2 machines"):
+        engines_report.markdown(both)
+
+
+def test_the_per_second_series_buckets_latency_by_the_events_second_and_records_by_broker_time():
+    source = [rec({"id": i}, 1_000 + 250 * i, offset=i) for i in range(8)]  # 4 events a second for 2 s
+    sink = [rec({"id": i}, 1_010 + 350 * i, offset=i) for i in range(8)]  # the last one out in the third second
+    latencies = [(i, 10.0 + 10 * i) for i in range(8)]
+    rows = engine_run.per_second(latencies, 4.0, source, sink, 1_000)
+    assert [row[0] for row in rows] == [0, 1, 2]
+    assert rows[0][3] == 40.0 and rows[1][3] == 80.0  # the worst of each second's events
+    assert [row[4] for row in rows] == [4, 4, 0]
+    assert [row[5] for row in rows] == [3, 3, 2]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quick_run_both_engines_agree_and_lose_nothing(lab, flink_venv, tmp_path):
     out = tmp_path / "engines.json"
-    done = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out)],
-        capture_output=True, text=True, timeout=840, check=False,
-    )  # fmt: skip
+    command = [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=840, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(out.read_text())
-    assert sorted(result["runs"]) == sorted(
-        engines.run_id(e, "transform", 1000, "tuned", 1) for e in ("spark", "flink")
-    )
+    assert sorted(result["runs"]) == sorted(engines.run_id(e, "count", 1000, "tuned", 1) for e in ("spark", "flink"))
     for run in result["runs"].values():
         assert run["missing"] == 0 and run["n"] > 0, run["engine"] + "/" + run["pipeline"]
         assert run["cpu_s"] > 0 and run["rss_peak_mib"] > 100
         assert run["load_average"]["start"] and run["versions"]["spark"]
+        # Shared: the engine's processes may run on every core; each core's busy share is recorded.
+        assert run["placement"] == "shared" and run["engine_cores"] == list(range(os.cpu_count() or 1))
+        assert sorted(run["core_busy"]) == ["0", "1"]
+        # Read back from the running engine: RocksDB's library loaded, the collector its final flags select.
+        back = run["readback"]
+        assert back["rocksdb_library_loaded"] is True
+        assert back["gc_selected"] == ["G1"]  # from the JVM's own final flags (jcmd VM.flags)
+        assert run["series"] and run["series_fields"][:3] == ["second", "p50_ms", "p99_ms"]
+        assert sum(run["source_partition_records"]) == run["sent"] + engine_run.PRIMING
+    spark, flink = result["runs"]["spark/count/1000/tuned/1"], result["runs"]["flink/count/1000/tuned/1"]
+    assert spark["readback"]["state_store"] == engine_run.ROCKSDB_PROVIDER
+    assert "Exchange" in spark["readback"]["plan_nodes"]
+    assert (flink["readback"]["state_backend"], flink["readback"]["checkpoint_mode"]) == (
+        "EmbeddedRocksDBStateBackend",
+        "at_least_once",
+    )
+    # Flink's own count of the records each GroupAggregate subtask received equals the partitioner's derivation.
+    assert flink["flink_counted_task_records"] == flink["task_shares"]["flink_records"]
     assert engines_report.disagreements(result) == []
-    assert "| transform | 1,000 | tuned | Flink |" in out.with_suffix(".md").read_text()
+    assert "| count | 1,000 | tuned | Flink |" in out.with_suffix(".md").read_text()
     assert engines_report.plot_path(out).stat().st_size > 10_000
+    assert engines_report.series_plot_path(out).stat().st_size > 10_000
     # A second invocation finds every cell done and runs nothing.
-    again = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engines", "--quick", "--json", str(out), "--list"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    again = subprocess.run([*command, "--list"], capture_output=True, text=True, timeout=60, check=False)
     assert again.stdout.count("(in the results file)") == 2
+    # Another placement is refused: one file, one placement.
+    other = subprocess.run([*command, "--placement", "isolated"], capture_output=True, text=True, timeout=60,
+                           check=False)  # fmt: skip
+    assert other.returncode == 2 and "holds shared runs, not isolated" in other.stderr
 
 
 def test_only_the_enrichment_drops_events_by_tier():
@@ -152,3 +209,19 @@ def test_a_capacity_step_is_held_only_with_the_generator_at_rate_the_p99_under_t
     # Unanswered events count as infinitely late: 3 of 100 missing put the 98th percentile out of reach.
     assert engine_run._p98_with_unanswered([5.0] * 97, 100) == float("inf")
     assert engine_run._p98_with_unanswered([5.0] * 97 + [9.0, 9.0], 100) == 9.0
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="pinning apart needs two cores")
+def test_the_isolated_placement_pins_this_harness_and_the_broker_to_core_1_for_the_run_only():
+    broker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # stands in for the broker
+    try:
+        with engine_run.placed("isolated", broker.pid) as engine_cores:
+            assert engine_cores == {0}
+            assert cpu_pinning.cores_of(os.getpid()) == cpu_pinning.cores_of(broker.pid) == {1}
+        every = set(range(os.cpu_count() or 1))
+        assert cpu_pinning.cores_of(os.getpid()) == cpu_pinning.cores_of(broker.pid) == every
+        with engine_run.placed("shared", broker.pid) as engine_cores:
+            assert engine_cores is None and cpu_pinning.cores_of(broker.pid) == every
+    finally:
+        broker.kill()
+        broker.wait()

@@ -8,7 +8,16 @@ output that must equal the other engine's. Each finished run is written to the r
 interrupted matrix loses nothing and the next invocation continues where it stopped; `--only` picks cells.
 
 The full matrix: every pipeline on both engines tuned for latency at 1,000 and 10,000 events/s, three repeats each,
-then each engine at its defaults at 10,000 events/s, once.
+Flink's heap backend (`tuned-heap`) beside RocksDB on the count and the deduplication, then each engine at its
+defaults at 10,000 events/s, once. Within a cell the engine that goes first alternates from repeat to repeat.
+
+`--placement shared` (the default) runs everything on every core; `--placement isolated` pins the engine to core 0
+and the broker and this harness to core 1 (rtm_lab.cpu_pinning). Each placement has its own results file
+(docs/results/engines-shared.json, engines-isolated.json); a file never mixes placements, harness versions or
+machines. The lead's reruns, resumable (a stopped run loses only the run in flight):
+
+    python scripts/bench.py engines --placement shared
+    python scripts/bench.py engines --placement isolated
 """
 
 import argparse
@@ -19,34 +28,73 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rtm_lab import cli, versions
+from rtm_lab import cli, keyspace, versions
 from rtm_lab.benchmarks import engine_run, engines_report, run_record
 from rtm_lab.benchmarks.engine_run import ENGINES, PIPELINES
 
-DEFAULT_JSON = Path("docs/results/engines.json")
+DEFAULT_JSON = Path("docs/results/engines.json")  # the first harness's runs, and --recovery and --capacity
+
+
+def placement_json(placement: str) -> Path:
+    return Path(f"docs/results/engines-{placement}.json")
+
+
+HARNESS = 2  # 2: a 10,000-key Zipf space, RocksDB on both, read-back settings, task shares, placements
 FULL: dict[str, Any] = {"rates": [1000, 10000], "seconds": 60.0, "warmup": 5.0, "repeat": 3, "default_rate": 10000}
-# The smoke run `make test` makes: one pipeline on both engines (the four pipelines' outputs are compared in
-# tests/guides/test_rtm_or_flink.py, the pairing of each in this benchmark's unit tests).
-QUICK: dict[str, Any] = {"rates": [1000], "seconds": 6.0, "warmup": 3.0, "repeat": 1, "pipelines": ["transform"]}
+# The smoke run `make test` makes: the running count on both engines (stateful: RocksDB, the keyed exchange, each
+# task's share; the four pipelines' outputs are compared in tests/guides/test_rtm_or_flink.py).
+QUICK: dict[str, Any] = {
+    "rates": [1000], "seconds": 6.0, "warmup": 2.0, "repeat": 1, "pipelines": ["count"], "heap": False,
+}  # fmt: skip
+STATEFUL = ("count", "dedup")  # where Flink's heap backend runs beside RocksDB
 
 
 def run_id(engine: str, pipeline: str, rate: float, profile: str, repeat: int) -> str:
     return f"{engine}/{pipeline}/{rate:.0f}/{profile}/{repeat}"
 
 
-def matrix(rates: list[float], repeat: int, pipelines: list[str], default_rate: float | None) -> list[tuple]:
-    """The runs in the order they are made: the engines alternate within each cell and the repeats go round the
-    pipelines, so a change of load on the machine spreads over both engines instead of landing on one."""
-    cells = [
-        (engine, pipeline, rate, "tuned", i)
-        for rate in rates
-        for i in range(1, repeat + 1)
-        for pipeline in pipelines
-        for engine in ENGINES
-    ]
+def _engines_in_turn(turn: int) -> tuple[str, ...]:
+    return ENGINES if turn % 2 == 0 else ENGINES[::-1]
+
+
+def matrix(
+    rates: list[float], repeat: int, pipelines: list[str], default_rate: float | None, heap: bool = True
+) -> list[tuple]:
+    """The runs in the order they are made: within each cell the engine that goes first alternates (Spark first on
+    odd repeats, Flink on even ones, and the other way round from one pipeline to the next), and the repeats go round
+    the pipelines, so a change of load on the machine spreads over both engines instead of landing on one. Flink's
+    heap variant runs after the pair, on the stateful pipelines."""
+    cells = []
+    for rate in rates:
+        for i in range(1, repeat + 1):
+            for n, pipeline in enumerate(pipelines):
+                cells += [(engine, pipeline, rate, "tuned", i) for engine in _engines_in_turn(i + n + 1)]
+                if heap and pipeline in STATEFUL:
+                    cells.append(("flink", pipeline, rate, "tuned-heap", i))
     if default_rate is not None:
-        cells += [(engine, pipeline, default_rate, "default", 1) for pipeline in pipelines for engine in ENGINES]
+        for n, pipeline in enumerate(pipelines):
+            cells += [(engine, pipeline, default_rate, "default", 1) for engine in _engines_in_turn(n)]
     return cells
+
+
+def refusal(result: dict, placement: str) -> str | None:
+    """Why new runs may not join this results file: runs of the first harness, of another placement, or of another
+    machine. None when they may."""
+    runs = list(result.get("runs", {}).values())
+    if not runs:
+        return None
+    if any(r.get("harness") != HARNESS for r in runs):
+        return f"holds runs of another harness version (this is {HARNESS})"
+    placements = {r.get("placement") for r in runs}
+    if placements != {placement}:
+        return f"holds {', '.join(sorted(map(str, placements)))} runs, not {placement}"
+    from rtm_lab import machine
+
+    here = engines_report.machine_key({"machine": machine.describe()})
+    there = {engines_report.machine_key(r) for r in runs}
+    if there != {here}:
+        return f"was measured on {', '.join(sorted(there))}; this machine is {here}"
+    return None
 
 
 def selected(cell: tuple, only: list[str]) -> bool:
@@ -75,7 +123,7 @@ def save(result: dict, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def settings(seconds: float, warmup: float) -> dict:
+def settings(seconds: float, warmup: float, placement: str = "shared") -> dict:
     """Everything both engines share, and what each runs with: recorded in the results file."""
     from snippets.guides import rtm_or_flink_spark as spark_twin
 
@@ -85,7 +133,12 @@ def settings(seconds: float, warmup: float) -> dict:
         "partitions": engine_run.PARTITIONS,
         "topic_timestamps": "LogAppendTime",
         "priming_events": engine_run.PRIMING,
-        "users": engine_run.USERS,
+        "harness": HARNESS,
+        "placement": placement,
+        "cores": {"engine": sorted(engine_run.ENGINE_CORES), "harness_and_broker": sorted(engine_run.HARNESS_CORES)}
+        if placement == "isolated"
+        else "all, shared",
+        "key_space": keyspace.describe(),
         "redelivered": "every tenth event repeats the one five before it",
         "consumer": spark_twin.CONSUMER,
         "producer": spark_twin.PRODUCER,
@@ -94,6 +147,8 @@ def settings(seconds: float, warmup: float) -> dict:
             "kafka_connector": versions.SPARK_KAFKA_CONNECTOR_VERSION,
             "master": f"local[{4}]",
             "shuffle_partitions": engine_run.PARTITIONS,
+            "state_store": "RocksDB",
+            "enrichment": "broadcast hash join (no exchange, no state)",
             "real_time_interval": spark_twin.BATCH_DURATION,
             "driver_memory": _driver_memory(),
             # JVM options from the environment (spark-submit reads it): none unless the person running it set some.
@@ -104,6 +159,9 @@ def settings(seconds: float, warmup: float) -> dict:
             "kafka_connector": versions.FLINK_KAFKA_CONNECTOR_VERSION,
             "parallelism": engine_run.PARTITIONS,
             "checkpoint_interval": "5 min",
+            "checkpoint_mode": "AT_LEAST_ONCE (the sinks are at-least-once)",
+            "state_backend": "rocksdb (tuned-heap: hashmap)",
+            "enrichment": "a Python scalar function over the whole table in each task (stateless; no join state)",
             "heap": _driver_memory(),
             "jvm_args": os.environ.get("JVM_ARGS") or None,  # put before the heap on the gateway JVM's command line
         },
@@ -139,12 +197,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=cli.non_negative_float, help="seconds left out first (default 5)")
     parser.add_argument("--repeat", type=cli.positive_int, help="runs per tuned cell (default 3)")
     parser.add_argument(
+        "--placement",
+        "--profile",
+        dest="placement",
+        choices=engine_run.PLACEMENTS,
+        default="shared",
+        help="shared (default): engine, broker and harness on every core; isolated: the engine pinned to core 0, the "
+        "broker, generator and reader to core 1 (taskset), per-core CPU recorded to show the pinning held",
+    )
+    parser.add_argument(
         "--json",
         type=cli.json_output,
-        default=DEFAULT_JSON,
-        help=f"the results file, added to run by run (default {DEFAULT_JSON}; a .md table and a CDF plot beside it)",
+        help="the results file, added to run by run (default docs/results/engines-PLACEMENT.json; with --recovery or "
+        f"--capacity {DEFAULT_JSON}; a .md table and a CDF plot beside it)",
     )
-    parser.add_argument("--list", action="store_true", help="print the cells that would run, and stop")
+    parser.add_argument(
+        "--list", action="store_true", help="print the cells that would run, and stop (with an estimate of the time)"
+    )
     extra = parser.add_mutually_exclusive_group()
     extra.add_argument(
         "--recovery",
@@ -161,15 +230,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, command: str) -> int:
     if args.recovery or args.capacity:
+        args.json = args.json or DEFAULT_JSON
         return _extra(args, command)
+    args.json = args.json or placement_json(args.placement)
     preset = QUICK if args.quick else FULL
     rates = args.rate or preset["rates"]
     seconds = args.seconds or preset["seconds"]
     warmup = preset["warmup"] if args.warmup is None else args.warmup
     repeat = args.repeat or preset["repeat"]
     pipelines = preset.get("pipelines", list(PIPELINES))
-    cells = [c for c in matrix(rates, repeat, pipelines, preset.get("default_rate")) if selected(c, args.only)]
+    cells = matrix(rates, repeat, pipelines, preset.get("default_rate"), preset.get("heap", True))
+    cells = [c for c in cells if selected(c, args.only)]
     result = load(args.json)
+    refused = None if args.redo and not args.only else refusal(result, args.placement)
+    if refused:
+        print(f"error: {args.json} {refused}; give another --json (or --redo to start it afresh)", file=sys.stderr)
+        return 2
+    if args.redo and not args.only:
+        result["runs"] = {}
     if result.get("runs") and result.get("settings", {}).get("seconds") not in (None, seconds):
         print(
             f"error: {args.json} holds {result['settings']['seconds']:.0f}-second runs; give --seconds "
@@ -181,12 +259,14 @@ def main(args: argparse.Namespace, command: str) -> int:
     if args.list:
         for cell in cells:
             print(run_id(*cell) + ("" if cell in todo else "   (in the results file)"))
+        minutes = sum(_estimate_s(cell, seconds, warmup) for cell in todo) / 60
+        print(f"about {minutes:.0f} minutes for the {len(todo)} runs to make ({args.placement})")
         return 0
     if not cells:
         print("error: no cell matches --only; see --list for the names", file=sys.stderr)
         return 2
     print(f"{len(todo)} of {len(cells)} runs to make ({len(cells) - len(todo)} already in {args.json})", flush=True)
-    result["settings"] = settings(seconds, warmup)
+    result["settings"] = settings(seconds, warmup, args.placement)
     try:
         with run_record.on_the_lab(command) as (invocation, state):
             for n, cell in enumerate(todo, start=1):
@@ -194,9 +274,18 @@ def main(args: argparse.Namespace, command: str) -> int:
                 print(f"({n}/{len(todo)}) {run_id(*cell)}", flush=True)
                 record = run_record.Run(command)
                 figures = engine_run.run(
-                    engine, pipeline, rate, seconds, warmup, profile, state.kafka_bootstrap, say=_say
+                    engine,
+                    pipeline,
+                    rate,
+                    seconds,
+                    warmup,
+                    profile,
+                    state.kafka_bootstrap,
+                    say=_say,
+                    placement=args.placement,
+                    broker_pid=None if state.kafka.external else state.kafka.pid,
                 )
-                result["runs"][run_id(*cell)] = {**figures, "repeat": i, **record.record()}
+                result["runs"][run_id(*cell)] = {**figures, "repeat": i, "harness": HARNESS, **record.record()}
                 save(result, args.json)
             result["invocations"] = [*result.get("invocations", []), invocation.record()]
             save(result, args.json)
@@ -210,6 +299,15 @@ def main(args: argparse.Namespace, command: str) -> int:
     if lost:
         print(f"warning: outputs missing in {', '.join(lost)}", file=sys.stderr)
     return 1 if engines_report.disagreements(result) else 0
+
+
+def _estimate_s(cell: tuple, seconds: float, warmup: float) -> float:
+    """A run's wall time on a quiet 2-core machine: about 12 s to start and prime, the run, and about 50 us per event
+    to generate, read back, pair and place (the first harness's 56 runs took 87 minutes: 79 s a run at 1,000
+    events/s, 105 s at 10,000). PyFlink's Python worker adds to the enrichment's start."""
+    engine, pipeline, rate = cell[0], cell[1], cell[2]
+    python_worker = 15.0 if engine == "flink" and pipeline == "enrich" else 0.0
+    return 12.0 + python_worker + warmup + seconds + 2.0 + rate * (warmup + seconds) * 5e-5
 
 
 def _say(line: str) -> None:

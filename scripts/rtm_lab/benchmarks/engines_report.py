@@ -15,6 +15,10 @@ from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import generated_note
 
 ENGINE_LABELS = {"spark": "Spark RTM", "flink": "Flink"}
+BACKEND_LABELS = {
+    "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider": "RocksDB",
+    "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider": "HDFS-backed (memory)",
+}
 COLORS = {"spark": "tab:orange", "flink": "tab:blue"}
 
 
@@ -81,7 +85,20 @@ def p99_ratio(result: dict, pipeline: str, rate: float, profile: str) -> float |
     return round(s / f, 2) if s is not None and f else None
 
 
+def machine_key(run: dict) -> str:
+    """What makes two runs comparable machines: cores, memory, CPU model, kernel (not the Python patch level)."""
+    m = run.get("machine", {})
+    return f"{m.get('cores')} cores, {m.get('memory_gib')} GiB, {m.get('cpu_model')}, {m.get('os')}"
+
+
+def machines(result: dict) -> set[str]:
+    return {machine_key(r) for r in result["runs"].values()}
+
+
 def markdown(result: dict) -> str:
+    """The table; it refuses a results file whose runs come from more than one machine."""
+    if len(machines(result)) > 1:
+        raise ValueError(f"the runs come from {len(machines(result))} machines: {'; '.join(sorted(machines(result)))}")
     header = (
         "| Pipeline | Events/s | Settings | Engine | Runs | p50 ms | p99 ms | max ms | CPU s / M ev. "
         "| RSS MiB | Lost | Same output |"
@@ -109,8 +126,61 @@ def markdown(result: dict) -> str:
             ratios.append(f"{pipeline} at {rate:,.0f}/s ({profile}): {ratio:.2f}")
     if ratios:
         lines += ["Spark RTM's p99 over Flink's (below 1: RTM's tail is shorter): " + "; ".join(ratios) + ".", ""]
+    lines += readback_lines(result)
     lines += run_lines(result)
     return "\n".join(lines) + "\n"
+
+
+def _median_busy(runs: list[dict]) -> str:
+    busy = [r["core_busy"] for r in runs if r.get("core_busy")]
+    if not busy:
+        return "-"
+    cores = sorted({int(c) for b in busy for c in b})
+    return ", ".join(f"{c}: {statistics.median(b.get(str(c), b.get(c, 0)) for b in busy):.0%}" for c in cores)
+
+
+def _shares(shares: list[float] | None) -> str:
+    return "-" if not shares else " / ".join(f"{s:.0%}" for s in shares)
+
+
+def readback_lines(result: dict) -> list[str]:
+    """Per cell, what the engines really ran with (read back, harness 2 on): the state store or backend and the
+    checkpoint mode, the garbage collectors, each task's share of the keyed work, and each core's busy share."""
+    rows = []
+    for (pipeline, rate, profile, engine), runs in cells(result).items():
+        first = runs[0]
+        back = first.get("readback")
+        if not back:
+            continue
+        if engine == "spark":
+            state = BACKEND_LABELS.get(back.get("state_store", ""), back.get("state_store", "-"))
+            checkpoint = "each batch's end"
+        else:
+            state = back.get("state_backend") or "-"
+            checkpoint = back.get("checkpoint_mode") or "-"
+        if "rocksdb_library_loaded" in back:
+            state += ", RocksDB loaded" if back["rocksdb_library_loaded"] else ", RocksDB not loaded"
+        shares = (first.get("task_shares") or {}).get(engine)
+        rows.append(
+            f"| {pipeline} | {rate:,.0f} | {profile} | {ENGINE_LABELS[engine]} | {state} | {checkpoint} | "
+            f"{', '.join(back.get('gc_selected') or back.get('gc', [])) or '-'} | {_shares(shares)} | {_median_busy(runs)} |"
+        )
+    if not rows:
+        return []
+    first = next(iter(result["runs"].values()))
+    keys = first.get("key_space", {})
+    return [
+        f"Read back from the running engines. Key space: {keys.get('keys', 0):,} users, Zipf exponent "
+        f"{keys.get('zipf_exponent')}, seed {keys.get('seed')}; the enrichment table holds "
+        f"{keys.get('enrichment_rows', 0):,} of them. Task shares: each task's share of the keyed work by the "
+        "engine's own partitioner (without an exchange, each source partition's). Core busy: each core's busy "
+        "share over the measured window (median of the runs).",
+        "",
+        "| Pipeline | Events/s | Settings | Engine | State | Checkpoint | GC | Task shares | Core busy |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def _cell(value, unit: str = "") -> str:
@@ -247,6 +317,60 @@ def plot_path(json_path: Path) -> Path:
     return json_path.with_name(json_path.stem + "-cdf.png")
 
 
+def series_plot_path(json_path: Path) -> Path:
+    return json_path.with_name(json_path.stem + "-series.png")
+
+
+def plot_series(result: dict, path: Path) -> None:
+    """Per second, each engine's p99 and max (tuned, the run whose p99 is the cell's median), one panel per pipeline
+    and rate, with its records in and out per second on a second axis: where in a run the tail came from."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grouped = {k: v for k, v in cells(result).items() if k[2] == "tuned" and any(r.get("series") for r in v)}
+    panels = sorted(
+        {(k[0], k[1]) for k in grouped}, key=lambda k: (["transform", "count", "enrich", "dedup"].index(k[0]), k[1])
+    )
+    if not panels:
+        return
+    cols = min(len(panels), 4)
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    for ax, (pipeline, rate) in zip(axes.flat, panels, strict=False):
+        rates_ax = ax.twinx()
+        for (p, r, _, engine), runs in grouped.items():
+            if (p, r) != (pipeline, rate):
+                continue
+            median = spread(runs, "p99_ms")[0] or 0
+            rep = min(runs, key=lambda run: abs((run.get("p99_ms") or 0) - median))
+            fields = rep["series_fields"]
+            t, p99, top = (fields.index(name) for name in ("second", "p99_ms", "max_ms"))
+            points = [row for row in rep["series"] if row[p99] is not None]
+            ax.plot([row[t] for row in points], [max(row[p99], 0.5) for row in points], "-", color=COLORS[engine],
+                    label=f"{ENGINE_LABELS[engine]} p99")  # fmt: skip
+            ax.plot([row[t] for row in points], [max(row[top], 0.5) for row in points], ":", color=COLORS[engine],
+                    label=f"{ENGINE_LABELS[engine]} max")  # fmt: skip
+            ins, outs = fields.index("in_per_s"), fields.index("out_per_s")
+            seconds = [row[t] for row in rep["series"]]
+            rates_ax.plot(seconds, [row[ins] for row in rep["series"]], "-", color="grey", lw=0.6, alpha=0.6)
+            rates_ax.plot(seconds, [row[outs] for row in rep["series"]], "--", color=COLORS[engine], lw=0.6, alpha=0.6)
+        rates_ax.set_ylabel("records/s: in (grey), out (dashed)", fontsize=7)
+        rates_ax.tick_params(labelsize=7)
+        ax.set_yscale("log")
+        ax.set_xlabel("second of the run (warm-up included)")
+        ax.set_ylabel("latency, ms (log)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_title(f"{pipeline}, {rate:,.0f} events/s")
+        ax.legend(fontsize=7, loc="upper right")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    figures.save(fig, path, dpi=100)
+    plt.close(fig)
+
+
 def plot(result: dict, path: Path) -> None:
     import matplotlib
 
@@ -297,4 +421,5 @@ def write(result: dict, json_path: Path) -> Path:
     if result.get("capacity"):
         json_path.with_name(json_path.stem + "-capacity.md").write_text(capacity_markdown(result))
     plot(result, plot_path(json_path))
+    plot_series(result, series_plot_path(json_path))
     return md

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from rtm_lab import jars, processes
+from rtm_lab import cpu_pinning, jars, processes
 from rtm_lab.errors import LabError
 from rtm_lab.java import check_java
 from rtm_lab.paths import PROJECT_ROOT, make_private_dir, state_dir
@@ -118,12 +118,19 @@ class FlinkRun(processes.Started):
             raise LabError(f"{exc}; the end of the Flink log ({self.log}):\n{processes.tail(self.log)}") from exc
 
 
-def start(program: Path, args: list[str], env: dict[str, str] | None = None) -> FlinkRun:
+def start(
+    program: Path,
+    args: list[str],
+    env: dict[str, str] | None = None,
+    cores: set[int] | None = None,
+    jvm_options: str | None = None,
+) -> FlinkRun:
     """Start `program` (a PyFlink script) in the Flink venv with the connector jar and the Spark driver's heap.
 
     The program is given `--jar CONNECTOR --tmp-dir FOLDER/tmp --checkpoint-dir FOLDER/checkpoints` before `args`; it
     must accept them (as snippets/guides/rtm_or_flink_flink.py does). Flink's own log goes to FOLDER/log, the
-    program's output to FOLDER/program.log.
+    program's output to FOLDER/program.log. `cores`: run it pinned to those cores (rtm_lab.cpu_pinning); `jvm_options` go on the gateway JVM's command line
+    before the heap.
     """
     check_java()
     python = ensure_venv()
@@ -137,11 +144,13 @@ def start(program: Path, args: list[str], env: dict[str, str] | None = None) -> 
         if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")
     }
     # The gateway JVM (which runs the MiniCluster) takes JVM_ARGS first on its command line: the caller's, then the heap.
-    jvm_args = " ".join(filter(None, [os.environ.get("JVM_ARGS"), f"-Xmx{driver_memory()}"]))
+    jvm_args = " ".join(filter(None, [os.environ.get("JVM_ARGS"), jvm_options, f"-Xmx{driver_memory()}"]))
     child_env |= {"JVM_ARGS": jvm_args, "FLINK_LOG_DIR": str(folder / "log")}
     child_env |= env or {}
     command = [str(python), str(program), "--jar", str(connector_jar()), "--tmp-dir", str(tmp)]
     command += ["--checkpoint-dir", str(folder / "checkpoints"), *args]
+    if cores is not None:  # the program and the gateway JVM it launches, on these cores only
+        command = cpu_pinning.pinned_argv(command, cores)
     log = folder / "program.log"
     pid = processes.spawn(command, log, env=child_env, cwd=folder)
     return FlinkRun(pid, processes.start_time(pid), str(tmp), folder, log)
