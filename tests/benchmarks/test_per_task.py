@@ -79,7 +79,12 @@ def test_capacity_is_what_the_planner_reads():
 def test_the_table_shows_each_step_and_the_capacity():
     runs = search(7300, 9100, 5000)
     result = {
-        "settings": {"runs_per_step": 3, "seconds": 60, "warmup_s": 10, "pinned": {"engine_core": 0}},
+        "settings": {
+            "runs_per_step": 3,
+            "seconds": 60,
+            "warmup_s": 10,
+            "pinned": {"engine_cores": [0], "harness_cores": [1]},
+        },
         "runs": [{**r, "started": "2026-11-27T12:00:00Z", "timestamp": "2026-11-27T12:01:10Z"} for r in runs],
         "capacity": capacity(runs),
         "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "test", "os": "Linux"},

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import psutil
 
-from rtm_lab import cli, machine
-from rtm_lab.benchmarks import load_average, per_task_report, run_record
+from rtm_lab import cli, cpu_pinning, machine
+from rtm_lab.benchmarks import engine_run, load_average, per_task_report, run_record
 from rtm_lab.benchmarks.per_task_search import (
     BOUNDS_MS,
     BRACKET,
@@ -63,66 +63,45 @@ START_RATES = {
 }
 
 
-# Pinning: the engine's JVM on one core, everything else on the others.
-
-
-def _threads(pid: int) -> list[int]:
-    try:
-        return [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return []
-
-
-def _pin(pid: int, cores: set[int]) -> None:
-    """Every thread of `pid` onto `cores` (sched_setaffinity on a pid sets one thread's mask only)."""
-    for tid in _threads(pid):
-        with contextlib.suppress(OSError):  # the thread ended between the listing and the call
-            os.sched_setaffinity(tid, cores)
+# Pinning: the engine's JVM on one core, everything else on the others (rtm_lab.cpu_pinning).
 
 
 class Pinning:
-    """Keeps every JVM under this process (the engine) on `engine_core` and every other process of this run (this
-    one, its other children, the lab's broker and PostgreSQL trees) on the other cores, re-applied every half second
-    so a JVM that starts during a run is pinned as it appears. Threads inherit their creator's mask."""
+    """For the harnesses whose engine JVM is not started on its core (the sink's session in this process, the ad
+    pipeline's child, which also runs the generator): each JVM under this process goes to ENGINE_CORES as it
+    appears, this process and the lab's broker and PostgreSQL to HARNESS_CORES. Threads and processes started later
+    inherit their starter's cores, so each process is pinned once. The engine-comparison pipelines instead start their
+    engine on its core (engine_run's isolated placement)."""
 
-    def __init__(self, engine_core: int, lab_pids: list[int | None]) -> None:
-        self.engine = {engine_core}
-        self.harness = set(range(os.cpu_count() or 1)) - self.engine
+    def __init__(self, lab_pids: list[int | None]) -> None:
         self.lab_pids = [pid for pid in lab_pids if pid is not None]
+        self.pinned: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pinning", daemon=True)
-        self.saved: dict[int, set[int]] = {}
 
-    def _tree(self, pid: int) -> list[psutil.Process]:
+    def _new_jvms(self) -> list[int]:
+        lab = set(self.lab_pids)
         try:
-            root = psutil.Process(pid)
-            return [root, *root.children(recursive=True)]
+            children = psutil.Process(os.getpid()).children(recursive=True)
         except psutil.Error:
             return []
-
-    def apply(self) -> None:
-        lab = {p.pid for pid in self.lab_pids for p in self._tree(pid)}
-        for proc in self._tree(os.getpid()):
-            if proc.pid in lab:
-                continue
-            try:
-                is_jvm = proc.name() == "java"
-            except psutil.Error:
-                continue
-            _pin(proc.pid, self.engine if is_jvm else self.harness)
-        for pid in lab:
-            with contextlib.suppress(OSError):  # a PostgreSQL backend that ended since the listing
-                self.saved.setdefault(pid, os.sched_getaffinity(pid))
-                _pin(pid, self.harness)
+        found = []
+        for proc in children:
+            with contextlib.suppress(psutil.Error):
+                if proc.pid not in self.pinned and proc.pid not in lab and proc.name() == "java":
+                    found.append(proc.pid)
+        return found
 
     def _loop(self) -> None:
         while not self._stop.wait(0.5):
-            self.apply()
+            for pid in self._new_jvms():
+                with contextlib.suppress(LabError):  # a JVM that ended since it was listed
+                    cpu_pinning.pin(pid, engine_run.ENGINE_CORES)
+                    self.pinned.add(pid)
 
     def __enter__(self) -> "Pinning":
-        if not self.harness:
-            raise LabError("pinning needs at least 2 cores (one for the engine, one for the rest); or pass --no-pin")
-        self.apply()
+        for pid in [os.getpid(), *self.lab_pids]:
+            cpu_pinning.pin(pid, engine_run.HARNESS_CORES)
         self._thread.start()
         return self
 
@@ -130,30 +109,9 @@ class Pinning:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-        for pid, cores in self.saved.items():  # the lab's services get their cores back
-            _pin(pid, cores)
-        _pin(os.getpid(), set(range(os.cpu_count() or 1)))
-
-
-def cpu_times() -> dict[str, tuple[int, int]]:
-    """(busy, total) jiffies per core from /proc/stat."""
-    out = {}
-    for line in Path("/proc/stat").read_text().splitlines():
-        name, *fields = line.split()
-        if name.startswith("cpu") and name != "cpu":
-            values = [int(v) for v in fields]
-            idle = values[3] + values[4]  # idle + iowait
-            out[name] = (sum(values) - idle, sum(values))
-    return out
-
-
-def busy_per_core(before: dict, after: dict) -> dict[str, float]:
-    """Each core's busy share between two cpu_times() snapshots, in %."""
-    return {
-        core: round(100 * (after[core][0] - before[core][0]) / max(1, after[core][1] - before[core][1]), 1)
-        for core in after
-        if core in before
-    }
+        for pid in [os.getpid(), *self.lab_pids]:  # every core back
+            with contextlib.suppress(LabError):
+                cpu_pinning.unpin(pid)
 
 
 # The harnesses: one run of a shape at a rate, as the same few figures.
@@ -165,23 +123,35 @@ class Harness:
     seconds: float
     warmup: float
     say: Callable[[str], None]
+    pin: bool = True
     _sink_spark: object = None
 
     def run(self, shape: str, rate: float) -> dict:
         if shape in ("stateless", "groupby-count", "dedup"):
             return self._engine(shape, rate)
-        if shape == "postgres-jvm":
-            return self._postgres(rate)
-        return self._ad(rate)
+        lab = [self.state.kafka.pid, self.state.postgres.pid]  # type: ignore[attr-defined]
+        with Pinning(lab) if self.pin else contextlib.nullcontext():
+            return self._postgres(rate) if shape == "postgres-jvm" else self._ad(rate)
 
     def _engine(self, shape: str, rate: float) -> dict:
-        from rtm_lab.benchmarks import engine_run
-
         pipeline = {"stateless": "transform", "groupby-count": "count", "dedup": "dedup"}[shape]
         conf = {"spark.sql.shuffle.partitions": "1"}
         bootstrap = self.state.kafka_bootstrap  # type: ignore[attr-defined]
+        placement = "isolated" if self.pin else "shared"
+        broker = self.state.kafka.pid  # type: ignore[attr-defined]
         figures = engine_run.run(
-            "spark", pipeline, rate, self.seconds, self.warmup, "default", bootstrap, self.say, 1, conf
+            "spark",
+            pipeline,
+            rate,
+            self.seconds,
+            self.warmup,
+            "default",
+            bootstrap,
+            self.say,
+            1,
+            conf,
+            placement,
+            broker,
         )
         return {
             "p99_ms": figures.get("p99_ms"),
@@ -266,7 +236,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-runs", type=cli.positive_int, help="stop after this many runs in all (a smoke: --max-runs 1)"
     )
     parser.add_argument("--until", type=clock_time, metavar="HH:MM", help="start no run that would end after HH:MM UTC")
-    parser.add_argument("--engine-core", type=cli.non_negative_int, default=0, help="the core the engine's JVM gets")
     parser.add_argument("--no-pin", action="store_true", help="leave every process on every core (not for the table)")
     parser.add_argument(
         "--json",
@@ -324,7 +293,9 @@ def main(args: argparse.Namespace, command: str) -> int:
         "bracket": BRACKET,
         "source_partitions": 1,
         "shuffle_partitions": 1,
-        "pinned": None if args.no_pin else {"engine_core": args.engine_core, "harness": "every other core"},
+        "pinned": None
+        if args.no_pin
+        else {"engine_cores": sorted(engine_run.ENGINE_CORES), "harness_cores": sorted(engine_run.HARNESS_CORES)},
     }
     old = result.get("settings")
     if old and {k: old.get(k) for k in ("runs_per_step", "seconds", "warmup_s", "pinned")} != {
@@ -341,12 +312,8 @@ def main(args: argparse.Namespace, command: str) -> int:
         record,
         state,
     ):
-        lab_pids = [state.kafka.pid, state.postgres.pid]
-        pinning = None if args.no_pin else Pinning(args.engine_core, lab_pids)
-        harness = Harness(state, args.seconds, args.warmup, say)
+        harness = Harness(state, args.seconds, args.warmup, say, pin=not args.no_pin)
         try:
-            if pinning is not None:
-                pinning.__enter__()
             for shape in args.shapes:
                 while True:
                     shape_runs = [r for r in result["runs"] if r["shape"] == shape]
@@ -363,7 +330,7 @@ def main(args: argparse.Namespace, command: str) -> int:
                         return 0
                     n = sum(1 for r in shape_runs if float(r["rate"]) == rate) + 1
                     say(f"per-task {shape} at {rate:,.0f} events/s, run {n}/{args.runs} ({why})")
-                    began, before, load_before = time.monotonic(), cpu_times(), load_average.snapshot()
+                    began, window, load_before = time.monotonic(), cpu_pinning.CoreWindow(), load_average.snapshot()
                     started = machine.utc_now()
                     figures = harness.run(shape, rate)
                     run = {
@@ -372,7 +339,7 @@ def main(args: argparse.Namespace, command: str) -> int:
                         **figures,
                         # Each core's busy share over the whole run: the engine's core near 100 % at the limit, and
                         # the pinning visibly held.
-                        "cpu_busy_pct": busy_per_core(before, cpu_times()),
+                        "core_busy": window.busy(),
                         "seconds": round(time.monotonic() - began, 1),
                         "started": started,
                         "timestamp": machine.utc_now(),
@@ -384,10 +351,8 @@ def main(args: argparse.Namespace, command: str) -> int:
                     write(result, args.json)
                     count += 1
                     verdicts = ", ".join(f"{b} ms: {run_verdict(run, b)}" for b in BOUNDS_MS)
-                    say(f"  p99 {run['p99_ms']} ms, lost {run['lost']}, cpu {run['cpu_busy_pct']}; {verdicts}")
+                    say(f"  p99 {run['p99_ms']} ms, lost {run['lost']}, cores busy {run['core_busy']}; {verdicts}")
         finally:
             harness.close()
-            if pinning is not None:
-                pinning.__exit__(None, None, None)
     say(f"wrote {args.json} and {args.json.with_suffix('.md')}")
     return 0

@@ -54,7 +54,8 @@ def markdown(result: dict) -> str:
     settings = result["settings"]
     pinned = settings.get("pinned")
     pin = (
-        f"engine JVM on core {pinned['engine_core']}, everything else on the other cores"
+        f"engine JVM on core {', '.join(map(str, pinned['engine_cores']))}, the harness, broker and PostgreSQL on "
+        f"core {', '.join(map(str, pinned['harness_cores']))}"
         if pinned
         else "not pinned (not for the published table)"
     )
