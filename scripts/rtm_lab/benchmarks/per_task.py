@@ -197,6 +197,8 @@ class Harness:
             "lost": figures.get("missing"),
             "reached_rate": figures.get("achieved_rate"),
             "harness": "rtm_lab.benchmarks.latency_child, pipeline ad_attribution (JVM processor), one partition",
+            # The tasks Spark planned (1 source + 1 shuffle), read from the running query's plan.
+            "slots_needed": figures.get("slots_needed"),
         }
 
     def close(self) -> None:
@@ -308,10 +310,7 @@ def main(args: argparse.Namespace, command: str) -> int:
     lengths: list[float] = []
     say = lambda line: print(line, flush=True)  # noqa: E731
     count = 0
-    with run_record.on_the_lab(command, with_services={"postgres"} if "postgres-jvm" in args.shapes else set()) as (
-        record,
-        state,
-    ):
+    with run_record.on_the_lab(command) as (record, state):
         harness = Harness(state, args.seconds, args.warmup, say, pin=not args.no_pin)
         try:
             for shape in args.shapes:
