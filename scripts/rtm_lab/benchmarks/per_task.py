@@ -148,10 +148,10 @@ class Harness:
             "default",
             bootstrap,
             self.say,
-            1,
-            conf,
-            placement,
-            broker,
+            partitions=1,
+            extra_conf=conf,
+            placement=placement,
+            broker_pid=broker,
         )
         return {
             "p99_ms": figures.get("p99_ms"),
