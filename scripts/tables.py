@@ -16,6 +16,8 @@
   python scripts/tables.py retry-outcomes        likewise, from retry-outcomes.json
   python scripts/tables.py per-task-throughput   the per-task capacity table, from per-task-throughput.json; skipped
                                                  while that file does not exist (nothing is shown before a run)
+  python scripts/tables.py per-task-ceilings     those capacities beside the engine capacity runs' whole-query
+                                                 ceilings (engines.json); skipped likewise
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
@@ -113,6 +115,16 @@ def _stall_5s(results: Path) -> str:
 STALL_SOURCES = ("latency-sweep.json", "boundary-settings.json")
 
 
+def _per_task_ceilings(results: Path) -> str:
+    """The per-task capacities beside the engine capacity runs' whole-query ceilings."""
+    from rtm_lab.benchmarks.per_task_report import ceilings_markdown
+
+    return ceilings_markdown(*(json.loads((results / name).read_text()) for name in CEILING_SOURCES))
+
+
+CEILING_SOURCES = ("per-task-throughput.json", "engines.json")
+
+
 def _glossary(results: Path) -> str:
     """The glossary page's entries, from the one file the term check reads too."""
     from rtm_lab import terms
@@ -173,6 +185,7 @@ TABLES = {
         _from_json("per-task-throughput.json", "rtm_lab.benchmarks.per_task_report"),
         once_measured="per-task-throughput.json",
     ),
+    "per-task-ceilings": Table("per-task-ceilings.md", _per_task_ceilings, once_measured="per-task-throughput.json"),
     "glossary": Table("glossary.md", _glossary),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
     # Drawn from code alone (no results file): the pages include what `--check` keeps in step with the drawing.

@@ -95,3 +95,22 @@ def test_the_table_shows_each_step_and_the_capacity():
     low = result["capacity"]["stateless"]["100"]["held_rate"]
     assert f"| stateless | {low:,.0f} held," in text
     assert text.count("| stateless | ") == 1 + len(steps(runs, 1))
+
+
+def test_the_ceilings_table_sets_two_tasks_beside_the_whole_query():
+    per_task = {"capacity": {"stateless": {"1000": {"held_rate": 9000.0}}}}
+
+    def step(rate, p99):
+        return {
+            "engine": "spark",
+            "pipeline": "transform",
+            "rate": rate,
+            "p99_ms": p99,
+            "missing": 0,
+            "achieved_rate": rate,
+        }
+
+    engines = {"capacity": {f"spark/transform/{r}": step(r, p) for r, p in ((10000, 80), (20000, 230), (40000, 3830))}}
+    text = per_task_report.ceilings_markdown(per_task, engines)
+    assert "| stateless | 9,000 | 18,000 | transform | 20,000 | 40,000 |" in text
+    assert "| groupby-count | — | — | count | — | — |" in text
