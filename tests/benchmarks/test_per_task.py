@@ -13,6 +13,7 @@ from rtm_lab.benchmarks.per_task_search import (
     SEARCH_DONE,
     bracket,
     capacity,
+    decided,
     next_rate,
     steps,
 )
@@ -39,29 +40,31 @@ def search(limit_100: float, limit_1000: float, start: float, runs_per_step: int
 )
 def test_search_brackets_both_limits_within_10_percent(limit_100, limit_1000, start):
     runs = search(limit_100, limit_1000, start)
-    done = steps(runs, 3)
-    assert all(len(v) == 3 for v in done.values()), "every step has its 3 runs"
+    by_rate = steps(runs, 1)
     for bound, limit in ((100, limit_100), (1000, limit_1000)):
-        low, high = bracket(done, bound)
+        low, high = bracket(decided(runs, bound, 3))
         assert low is not None and high is not None
         assert low <= limit < high
         assert high / low <= BRACKET + 0.01  # three significant figures of rounding
+        assert len(by_rate[low]) == 3, "a held step has its 3 runs"
+    # A step over both limits is settled by its first run.
+    assert all(len(v) == 1 for rate, v in by_rate.items() if rate > limit_1000)
 
 
 def test_an_unfinished_step_is_resumed_first():
     runs = [fake_run("stateless", 5000, 7000, 9000) for _ in range(2)]
-    assert next_rate(runs, 5000) == (5000, "step not complete")
+    assert next_rate(runs, 5000) == (5000, "more runs for 100 ms")
 
 
 def test_the_search_stops_where_the_generator_falls_short():
-    runs = [fake_run("stateless", 5000, 7000, 9000, reached=4000) for _ in range(3)]
+    runs = [fake_run("stateless", 5000, 7000, 9000, reached=4000)]
     assert next_rate(runs, 5000) == (None, GENERATOR_LIMIT)
 
 
-def test_one_failed_run_fails_the_step():
-    runs = [fake_run("stateless", 5000, 7000, 9000) for _ in range(3)]
-    runs[1]["lost"] = 1
-    assert bracket(steps(runs, 3), 100) == (None, 5000)
+def test_one_failed_run_settles_the_step():
+    runs = [fake_run("stateless", 5000, 7000, 9000)]
+    runs[0]["lost"] = 1
+    assert bracket(decided(runs, 100, 3)) == (None, 5000)
     assert next_rate(runs, 5000)[0] == 2500
 
 
@@ -71,7 +74,7 @@ def test_capacity_is_what_the_planner_reads():
         run["rss_peak_mib"] = 600.0
     cap = capacity(runs)["stateless"]
     assert cap["100"]["held_rate"] <= 7300 < cap["100"]["not_held_rate"]
-    assert cap["100"]["runs_per_step"] == 3
+    assert cap["100"]["runs_at_held_rate"] == 3
     assert math.isclose(cap["rss_peak_mib"], 600.0)
     assert next_rate(runs, 5000) == (None, SEARCH_DONE)
 

@@ -4,11 +4,14 @@ planner (snippets/guides/capacity_plan.py) reads.
 Each shape runs on one source partition (and one shuffle partition when it has a shuffle), so each stage has one
 task. The engine's JVM is pinned to one core; the generator, the reader, the Python driver, the Kafka broker and
 PostgreSQL to the others. A run produces at the step's rate for a warm-up and then the measured seconds (60 by
-default) at the 5-minute batch duration, so no batch ends inside it. A step's rate is held at a bound when every one
-of its runs (3 by default) was held by the project's rule (rtm_lab.benchmarks.held_rate) at that bound: p99 under it,
-nothing lost, the generator at the rate. The search doubles the rate from a start until a step is not held at 100 ms,
-then halves the gap (geometrically) until the bracket is within 10 %; then the same for the 1 s bound, from the steps
-already run. A step the generator cannot offer ends the shape's search: the machine, not the task, is then the limit.
+default) at the 5-minute batch duration, so no batch ends inside it. A step's rate is held at a bound when its runs
+(3 by default) all held by the project's rule (rtm_lab.benchmarks.held_rate) at that bound: p99 under it, nothing
+lost, the generator at the rate. One run not held settles a step as not held, so a failed step costs one run. The
+search doubles the rate from a start until a step is not held at 100 ms, then narrows the bracket geometrically until
+it is within 10 %; then the same for the 1 s bound, from the steps already run. A step the generator cannot offer ends
+the shape's search: the machine, not the task, is then the limit. On synthetic limits a shape takes 14 to 34 runs
+(tests/benchmarks/test_per_task.py); at about 2 minutes a run (a fresh engine, 10 s of warm-up, 60 s measured, the
+read-back), plan on one to one and a half hours a shape.
 
 The results file is written after every run and read back on start: a stopped search resumes where it was. Its
 `capacity` part is derived from the runs on every write (never typed in), and is what the planner reads.
