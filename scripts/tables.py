@@ -18,6 +18,8 @@
                                                  while that file does not exist (nothing is shown before a run)
   python scripts/tables.py per-task-ceilings     those capacities beside the engine capacity runs' whole-query
                                                  ceilings (engines.json); skipped likewise
+  python scripts/tables.py plan-check            the planner's predictions beside runs, from plan-check.json; skipped
+                                                 while that file does not exist
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
@@ -186,6 +188,9 @@ TABLES = {
         once_measured="per-task-throughput.json",
     ),
     "per-task-ceilings": Table("per-task-ceilings.md", _per_task_ceilings, once_measured="per-task-throughput.json"),
+    "plan-check": Table(
+        "plan-check.md", _from_json("plan-check.json", "rtm_lab.benchmarks.plan_check"), once_measured="plan-check.json"
+    ),
     "glossary": Table("glossary.md", _glossary),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
     # Drawn from code alone (no results file): the pages include what `--check` keeps in step with the drawing.

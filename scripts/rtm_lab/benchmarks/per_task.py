@@ -76,8 +76,10 @@ class Pinning:
     inherit their starter's cores, so each process is pinned once. The engine-comparison pipelines instead start their
     engine on its core (engine_run's isolated placement)."""
 
-    def __init__(self, lab_pids: list[int | None]) -> None:
+    def __init__(self, lab_pids: list[int | None], is_engine: Callable[[psutil.Process], bool] | None = None) -> None:
         self.lab_pids = [pid for pid in lab_pids if pid is not None]
+        # Which JVMs are the engine: every JVM by default; on a standalone cluster, the executors only.
+        self.is_engine = is_engine or (lambda proc: True)
         self.pinned: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="pinning", daemon=True)
@@ -91,7 +93,12 @@ class Pinning:
         found = []
         for proc in children:
             with contextlib.suppress(psutil.Error):
-                if proc.pid not in self.pinned and proc.pid not in lab and proc.name() == "java":
+                if (
+                    proc.pid not in self.pinned
+                    and proc.pid not in lab
+                    and proc.name() == "java"
+                    and self.is_engine(proc)
+                ):
                     found.append(proc.pid)
         return found
 
