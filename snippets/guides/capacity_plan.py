@@ -409,13 +409,15 @@ def _memory(request: Request, results: dict | None, label: str) -> list[Figure]:
 def _catch_up(
     request: Request, busiest: float, capacity: Capacity | None
 ) -> list[Figure]:
+    # A restart replays from the last commit: at most one batch duration of input,
+    # plus what arrived while the query was down.
     backlog_s = request.batch_duration_s + request.downtime_s
     backlog = backlog_s * busiest
     formula = (
         f"backlog = (batch duration {request.batch_duration_s:g} s + downtime "
         f"{request.downtime_s:g} s) x busiest task's rate"
     )
-    out = [Figure("backlog after a restart", f"{backlog:,.0f} events", formula)]
+    out = [Figure("backlog after a restart", f"up to {backlog:,.0f} events", formula)]
     if capacity is None:
         said = "not measured: catch-up = backlog / (per-task capacity - rate)"
         out.append(Figure("catch-up time", "unknown", said))
@@ -432,7 +434,7 @@ def _catch_up(
         out.append(
             Figure(
                 "catch-up time",
-                f"{seconds:,.0f} s",
+                f"up to {seconds:,.0f} s",
                 f"backlog / (capacity - rate) = {backlog:,.0f} / "
                 f"({capacity.rate:,.0f} - {busiest:,.0f})",
             )
