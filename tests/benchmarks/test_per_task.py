@@ -25,13 +25,15 @@ def fake_run(shape: str, rate: float, limit_100: float, limit_1000: float, reach
     return {"shape": shape, "rate": rate, "p99_ms": p99, "lost": 0, "reached_rate": reached or rate}
 
 
-def search(limit_100: float, limit_1000: float, start: float, runs_per_step: int = 3) -> list[dict]:
+def search(
+    limit_100: float, limit_1000: float, start: float, runs_per_step: int = 3, shape: str = "stateless"
+) -> list[dict]:
     runs: list[dict] = []
     for _ in range(200):
         rate, _why = next_rate(runs, start, runs_per_step)
         if rate is None:
             return runs
-        runs.append(fake_run("stateless", rate, limit_100, limit_1000))
+        runs.append(fake_run(shape, rate, limit_100, limit_1000))
     raise AssertionError("the search did not end")
 
 
@@ -117,3 +119,17 @@ def test_the_ceilings_table_sets_two_tasks_beside_the_whole_query():
     text = per_task_report.ceilings_markdown(per_task, engines)
     assert "| stateless | 9,000 | 18,000 | transform | 20,000 | 40,000 |" in text
     assert "| groupby-count | — | — | count | — | — |" in text
+
+
+def test_the_table_names_the_core_that_ran_full_at_the_limit():
+    runs = search(7300, 9100, 5000, shape="postgres-jvm")
+    low_fail = capacity(runs)["postgres-jvm"]["100"]["not_held_rate"]
+    for run in runs:
+        # JSON keys: core numbers come back as strings from the results file.
+        run["core_busy"] = {"0": 0.55, "1": 0.97} if run["rate"] == low_fail else {"0": 0.3, "1": 0.4}
+    result = {
+        "runs": runs,
+        "capacity": capacity(runs),
+        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
+    }
+    assert per_task_report.limiting_core(result, "postgres-jvm") == "harness core (55% / 97%)"
