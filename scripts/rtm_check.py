@@ -17,7 +17,7 @@ from snippets.reference.readiness_check import main, parse_args
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--plan"]:  # the capacity planner, which counts a query file's slots with this check
-        from plan import run
+        from rtm_plan import run
 
         from rtm_lab import cli
 

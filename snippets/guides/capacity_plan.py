@@ -3,15 +3,15 @@ busiest task must carry against the measured per-task capacity, cores, executors
 memory, headroom and catch-up time after a restart. Each figure is followed by where it
 comes from: a key of the per-task results file, or a formula.
 
-    python scripts/plan.py --rate 100000 --source-partitions 64 --shape groupby-count \\
-        --shuffle-partitions 32
-    python scripts/plan.py --rate 100000 --source-partitions 64 --shape groupby-count \\
-        --shuffle-partitions 32 --query my_query.py [the file's arguments ...]
+    python scripts/rtm_plan.py --rate 100000 --source-partitions 64 \\
+        --shape groupby-count --shuffle-partitions 32
+    python scripts/rtm_plan.py --rate 100000 --source-partitions 64 \\
+        --shape groupby-count --shuffle-partitions 32 --query my_query.py [ARGS ...]
 
-With --query the slot count is the readiness check's (scripts/rtm_check.py): it runs the
-file for a moment and counts the tasks of every stage from Spark's plan. Without it the
-slots come from the shape: source partitions plus the shuffle partitions of each
-shuffle the shape has.
+With --query the slot count is the readiness check's (rtm_check.py, beside this file
+in the skill): it runs the file for a moment and counts the tasks of every stage from
+Spark's plan. Without it the slots come from the shape: source partitions plus the
+shuffle partitions of each shuffle the shape has.
 
 The per-task capacity is the highest rate one source task (plus one shuffle task for a
 stateful shape) held on one core, read from the results file
@@ -491,16 +491,18 @@ def default_results(name: str) -> Path:
     return here.parent.parent / "docs" / "results" / name
 
 
-def count_slots(ns: argparse.Namespace, jars=None, launcher_conf=None) -> Slots:
+def count_slots(
+    ns: argparse.Namespace, jars=None, launcher_conf=None, check=None
+) -> Slots:
     """The readiness check's slot count for `ns.query`: it runs the file for a moment
-    in real-time mode and reads every stage's tasks from Spark's plan."""
+    in real-time mode and reads every stage's tasks from Spark's plan. `check` is the
+    readiness check's module; by default rtm_check.py beside this file, as the skill
+    ships them."""
+    import importlib
     import os
     import shlex
 
-    try:  # in the repository
-        from snippets.reference import readiness_check as check
-    except ImportError:  # in the skill the check sits beside this file as rtm_check.py
-        import rtm_check as check  # type: ignore[import-not-found,no-redef]
+    check = check or importlib.import_module("rtm_check")
 
     argv = ["--slots", "1", "--source-partitions", str(ns.source_partitions)]
     argv += ["--master", ns.master] + [a for c in ns.conf for a in ("--conf", c)]
@@ -536,12 +538,12 @@ def _share(text_value: str) -> float:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
-        self.exit(2, f"plan: {message} (see --help)\n")
+        self.exit(2, f"rtm_plan: {message} (see --help)\n")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = _Parser(
-        prog="plan.py",
+        prog="rtm_plan.py",
         description=__doc__.split("\n\n")[0],
         epilog="\n\n".join(__doc__.split("\n\n")[1:]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -588,8 +590,11 @@ def request_from(ns: argparse.Namespace) -> Request:
     )
 
 
-def main(argv: list[str] | None = None, jars=None, launcher_conf=None) -> int:
-    """`jars` and `launcher_conf` go to the readiness check's session (--query)."""
+def main(
+    argv: list[str] | None = None, jars=None, launcher_conf=None, check=None
+) -> int:
+    """`jars`, `launcher_conf` and the `check` module are the readiness check's, for
+    --query (see count_slots)."""
     try:
         ns = parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # argparse printed its one line
@@ -601,7 +606,7 @@ def main(argv: list[str] | None = None, jars=None, launcher_conf=None) -> int:
         stalls_path = ns.stalls or default_results(STALL_NAME)
         slots = None
         if ns.query:
-            slots = count_slots(ns, jars, launcher_conf)
+            slots = count_slots(ns, jars, launcher_conf, check)
         figures = plan(
             request,
             load_json(results_path),
@@ -611,7 +616,7 @@ def main(argv: list[str] | None = None, jars=None, launcher_conf=None) -> int:
             ns.submit,
         )
     except (PlanInputError, ValueError) as exc:
-        print(f"plan: {exc}", file=sys.stderr)
+        print(f"rtm_plan: {exc}", file=sys.stderr)
         return 2
     print(text(figures))
     return 0

@@ -1,4 +1,4 @@
-"""The capacity planner (snippets/guides/capacity_plan.py, scripts/plan.py): its arithmetic against a table of cases,
+"""The capacity planner (snippets/guides/capacity_plan.py, scripts/rtm_plan.py): its arithmetic against a table of cases,
 what it says when the measured table is missing, and its one-line errors.
 
 The capacities come from capacity_plan_fixture.json beside this file: made-up figures, marked as a fixture, so the
@@ -154,7 +154,7 @@ def test_text_puts_each_source_under_its_figure():
 
 def plan_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "scripts/plan.py", *args], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60
+        [sys.executable, "scripts/rtm_plan.py", *args], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60
     )
 
 
@@ -210,7 +210,7 @@ def recorded_text() -> str:
         assert result.returncode == 0, result.stderr
         plan_part, _, submit_part = result.stdout.partition("spark-submit (")
         if not sections:
-            command = " ".join(["python scripts/plan.py", *QUESTION[:4]]) + " \\\n    "
+            command = " ".join(["python scripts/rtm_plan.py", *QUESTION[:4]]) + " \\\n    "
             command += " ".join(QUESTION[4:])
             sections.append(("plan", f"$ {command}\n{plan_part}"))
         sections.append((cluster, f"$ ... --submit {cluster}\nspark-submit ({submit_part}"))

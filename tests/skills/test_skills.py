@@ -160,8 +160,8 @@ def test_a_page_ships_a_whole_file_it_names_and_the_skill_names_it_by_its_skill_
     assert "Run `python assets/reference/slot_sizing.py` on your query." in reference
     assert "<!-- source: snippets/reference/slot_sizing.py:rule -->" in reference
     assert (
-        "Ships: `assets/quickstart/kafka_to_kafka.py`, `assets/reference/slot_sizing.py`, `scripts/rtm_check.py`."
-        in (out / "SKILL.md").read_text()
+        "Ships: `assets/quickstart/kafka_to_kafka.py`, `assets/reference/slot_sizing.py`, `scripts/rtm_check.py`, "
+        "`scripts/rtm_plan.py`." in (out / "SKILL.md").read_text()
     )
     assert skills(sandbox, "validate").returncode == 0
 

@@ -2,12 +2,13 @@
 """Plan a cluster for a real-time query from its input rate: task slots, the busiest task's rate against the measured
 per-task capacity, cores, executors, memory, headroom, catch-up time after a restart and the boundary stall.
 
-  python scripts/plan.py --rate 100000 --source-partitions 64 --shape groupby-count --shuffle-partitions 32
-  python scripts/plan.py --rate 100000 --source-partitions 64 --shape groupby-count --query my_query.py [ARGS ...]
+  python scripts/rtm_plan.py --rate 100000 --source-partitions 64 --shape groupby-count --shuffle-partitions 32
+  python scripts/rtm_plan.py --rate 100000 --source-partitions 64 --shape groupby-count --query my_query.py [ARGS ...]
 
-The planner itself is snippets/guides/capacity_plan.py (the skill ships it as scripts/rtm_plan.py, with the measured
-capacities beside it); `python scripts/rtm_check.py --plan ...` runs the same. This entry point only hands the
-readiness check, for --query, the lab's way of running a JVM (the pinned Kafka connector, quiet logs, loopback).
+The planner itself is snippets/guides/capacity_plan.py (the skill ships it under this same name, scripts/rtm_plan.py,
+with the measured capacities beside it); `python scripts/rtm_check.py --plan ...` runs the same. This entry point only
+hands the planner, for --query, the readiness check (snippets/reference/readiness_check.py) and the lab's way of
+running a JVM (the pinned Kafka connector, quiet logs, loopback).
 """
 
 import sys
@@ -32,8 +33,10 @@ def run(argv: list[str]) -> int:
     import os
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from snippets.reference import readiness_check
+
     jars, launcher = lab_launcher()
-    return main(argv, jars=jars, launcher_conf=launcher)
+    return main(argv, jars=jars, launcher_conf=launcher, check=readiness_check)
 
 
 if __name__ == "__main__":
