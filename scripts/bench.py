@@ -10,6 +10,8 @@ from rtm_lab.benchmarks import boundary_settings as bench_settings
 from rtm_lab.benchmarks import engines as bench_engines
 from rtm_lab.benchmarks import latency as bench_latency
 from rtm_lab.benchmarks import monitor_cost as bench_monitor
+from rtm_lab.benchmarks import per_task as bench_per_task
+from rtm_lab.benchmarks import plan_check as bench_plan_check
 from rtm_lab.benchmarks import recovery as bench_recovery
 from rtm_lab.benchmarks import retry_outcomes as bench_retry
 from rtm_lab.benchmarks import sink as bench_sink
@@ -31,6 +33,16 @@ BENCHMARKS = (
     ),
     ("recovery", bench_recovery, "the driver SIGKILLed mid-batch and restarted: rows replayed, time to resume"),
     ("retry-outcomes", bench_retry, "a failed Python task's retry: how often it commits, how often it is denied"),
+    (
+        "per-task",
+        bench_per_task,
+        "the highest rate one task holds per query shape, engine pinned to one core: the planner's capacities",
+    ),
+    (
+        "plan-check",
+        bench_plan_check,
+        "the planner's prediction against runs on a standalone cluster at 0.5x, 0.9x and 1.3x the per-task capacity",
+    ),
 )
 
 

@@ -2,6 +2,7 @@
 """Check a real-time query before starting it: what Spark will refuse, the task slots it needs, and each fix.
 
   python scripts/rtm_check.py --slots 8 [--conf K=V ...] path/to/query.py [the file's arguments ...]
+  python scripts/rtm_check.py --plan --rate R --source-partitions P --shape S ...   the capacity planner (plan.py)
 
 The checker itself is snippets/reference/readiness_check.py (the skill ships it as scripts/rtm_check.py); this entry
 point only hands spark-submit the lab's way of running a JVM (the pinned Kafka connector, quiet logs, loopback). It
@@ -15,6 +16,12 @@ import sys
 from snippets.reference.readiness_check import main, parse_args
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--plan"]:  # the capacity planner, which counts a query file's slots with this check
+        from rtm_plan import run
+
+        from rtm_lab import cli
+
+        sys.exit(cli.run(lambda: run(sys.argv[2:])))
     # Bad arguments are answered before a JVM starts.
     args = parse_args(sys.argv[1:])
     if isinstance(args, int):

@@ -14,6 +14,12 @@
                                                  Setup's "When to use it, and when not"
   python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines   likewise, from their JSON
   python scripts/tables.py retry-outcomes        likewise, from retry-outcomes.json
+  python scripts/tables.py per-task-throughput   the per-task capacity table, from per-task-throughput.json; skipped
+                                                 while that file does not exist (nothing is shown before a run)
+  python scripts/tables.py per-task-ceilings     those capacities beside the engine capacity runs' whole-query
+                                                 ceilings (engines.json); skipped likewise
+  python scripts/tables.py plan-check            the planner's predictions beside runs, from plan-check.json; skipped
+                                                 while that file does not exist
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
   python scripts/tables.py stall-5s              the one stall figure for the 5 s boundary, from the sweep's JSON
   python scripts/tables.py readme-demo-screen    README's copy of make demo's recorded screen, docs/results/demo-screen.txt
@@ -47,6 +53,8 @@ class Table:
     output: str  # file name in the results folder
     render: Callable[[Path], str]  # the results folder -> the table's text
     folder: Path | None = None  # where it is written, when not the results folder
+    # The results file this table needs only once measured: until it exists the table is skipped, not an error.
+    once_measured: str | None = None
 
 
 def _cases_table(name: str, rows: Callable) -> Callable[[Path], str]:
@@ -109,6 +117,16 @@ def _stall_5s(results: Path) -> str:
 STALL_SOURCES = ("latency-sweep.json", "boundary-settings.json")
 
 
+def _per_task_ceilings(results: Path) -> str:
+    """The per-task capacities beside the engine capacity runs' whole-query ceilings."""
+    from rtm_lab.benchmarks.per_task_report import ceilings_markdown
+
+    return ceilings_markdown(*(json.loads((results / name).read_text()) for name in CEILING_SOURCES))
+
+
+CEILING_SOURCES = ("per-task-throughput.json", "engines.json")
+
+
 def _glossary(results: Path) -> str:
     """The glossary page's entries, from the one file the term check reads too."""
     from rtm_lab import terms
@@ -164,6 +182,15 @@ TABLES = {
         "engines-capacity.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "capacity_markdown")
     ),
     "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
+    "per-task-throughput": Table(
+        "per-task-throughput.md",
+        _from_json("per-task-throughput.json", "rtm_lab.benchmarks.per_task_report"),
+        once_measured="per-task-throughput.json",
+    ),
+    "per-task-ceilings": Table("per-task-ceilings.md", _per_task_ceilings, once_measured="per-task-throughput.json"),
+    "plan-check": Table(
+        "plan-check.md", _from_json("plan-check.json", "rtm_lab.benchmarks.plan_check"), once_measured="plan-check.json"
+    ),
     "glossary": Table("glossary.md", _glossary),
     "version-matrix": Table("version-matrix.md", _from_json("version-matrix.json", "rtm_lab.probes.version_cases")),
     # Drawn from code alone (no results file): the pages include what `--check` keeps in step with the drawing.
@@ -212,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                 text, output = _render_region(name, args.results), REGIONS[name].file
             else:
                 table = TABLES[name]
+                if table.once_measured and not (args.results / table.once_measured).is_file():
+                    continue
                 text, output = table.render(args.results), (table.folder or args.results) / table.output
         except (FileNotFoundError, MissingRegion, RenderError) as exc:
             print(f"error: {exc}", file=sys.stderr)

@@ -110,6 +110,8 @@ def sandbox(tmp_path) -> Path:
     (tmp_path / "snippets" / "reference").mkdir()
     (tmp_path / "snippets" / "reference" / "slot_sizing.py").write_text(SNIPPET)
     shutil.copy(PROJECT_ROOT / "snippets" / "reference" / "readiness_check.py", tmp_path / "snippets" / "reference")
+    (tmp_path / "snippets" / "guides").mkdir()
+    shutil.copy(PROJECT_ROOT / "snippets" / "guides" / "capacity_plan.py", tmp_path / "snippets" / "guides")
     (tmp_path / "docs" / "reference").mkdir(parents=True)
     (tmp_path / "docs" / "get-started.md").write_text("---\ntitle: Get started\ndescription: Start here.\n---\n")
     (tmp_path / "docs" / "reference" / "slot-sizing.md").write_text(PAGE)
@@ -158,8 +160,8 @@ def test_a_page_ships_a_whole_file_it_names_and_the_skill_names_it_by_its_skill_
     assert "Run `python assets/reference/slot_sizing.py` on your query." in reference
     assert "<!-- source: snippets/reference/slot_sizing.py:rule -->" in reference
     assert (
-        "Ships: `assets/quickstart/kafka_to_kafka.py`, `assets/reference/slot_sizing.py`, `scripts/rtm_check.py`."
-        in (out / "SKILL.md").read_text()
+        "Ships: `assets/quickstart/kafka_to_kafka.py`, `assets/reference/slot_sizing.py`, `scripts/rtm_check.py`, "
+        "`scripts/rtm_plan.py`." in (out / "SKILL.md").read_text()
     )
     assert skills(sandbox, "validate").returncode == 0
 
@@ -219,12 +221,31 @@ def test_manifest_lists_every_file_with_size_and_sha256(sandbox):
         "references/errors.md",
         "references/slot-sizing.md",
         "scripts/rtm_check.py",
+        "scripts/rtm_plan.py",
     ]
     for path, info in listed.items():
         data = (sandbox / "skills" / SKILL / path).read_bytes()
         assert info["size"] == len(data) and info["sha256"] == hashlib.sha256(data).hexdigest()
     raw = (sandbox / "manifest.json").read_text()
     assert raw == json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def test_the_skill_ships_the_planner_and_the_measured_capacities_once_they_exist(sandbox):
+    """The planner ships as scripts/rtm_plan.py; the per-task capacities ship beside it only once the benchmark has
+    written them, and then only the parts the planner and a reader of the figures need."""
+    planner = sandbox / "skills" / SKILL / "scripts" / "rtm_plan.py"
+    assert planner.read_bytes() == (PROJECT_ROOT / "snippets" / "guides" / "capacity_plan.py").read_bytes()
+    shipped = sandbox / "skills" / SKILL / "scripts" / "per-task-throughput.json"
+    assert not shipped.exists()
+    results = sandbox / "docs" / "results"
+    results.mkdir(parents=True)
+    measured = {"benchmark": "per-task", "runs": [{"rate": 1}], "capacity": {"dedup": {"100": {"held_rate": 9}}}}
+    (results / "per-task-throughput.json").write_text(json.dumps(measured))
+    assert skills(sandbox, "generate").returncode == 0
+    assert json.loads(shipped.read_text()) == {
+        "source": "docs/results/per-task-throughput.json",
+        "capacity": {"dedup": {"100": {"held_rate": 9}}},
+    }
 
 
 @pytest.mark.parametrize(
@@ -323,6 +344,7 @@ def test_package_builds_the_same_archive_twice(sandbox, tmp_path):
             f"{SKILL}/references/errors.md",
             f"{SKILL}/references/slot-sizing.md",
             f"{SKILL}/scripts/rtm_check.py",
+            f"{SKILL}/scripts/rtm_plan.py",
         ]
 
 

@@ -427,14 +427,18 @@ def run(
     profile: str,
     bootstrap: str,
     say=print,
+    partitions: int = PARTITIONS,
+    extra_conf: dict[str, str] | None = None,
     placement: str = "shared",
     broker_pid: int | None = None,
 ) -> dict:
-    """Run one engine on one pipeline; return its figures (see the module docstring)."""
-    conf = PROFILES[profile][engine]
-    source = topics.create_topic(bootstrap, topics.unique_name(f"eng-{pipeline}-in"), PARTITIONS, LOG_APPEND_TIME)
+    """Run one engine on one pipeline; return its figures (see the module docstring). `partitions` and `extra_conf`
+    are for the per-task benchmark (one partition, one shuffle partition), Spark only: Flink's parallelism stays
+    PARTITIONS."""
+    conf = {**PROFILES[profile][engine], **(extra_conf or {})}
+    source = topics.create_topic(bootstrap, topics.unique_name(f"eng-{pipeline}-in"), partitions, LOG_APPEND_TIME)
     sink = topics.create_topic(
-        bootstrap, topics.unique_name(f"eng-{engine}-{pipeline}-out"), PARTITIONS, LOG_APPEND_TIME
+        bootstrap, topics.unique_name(f"eng-{engine}-{pipeline}-out"), partitions, LOG_APPEND_TIME
     )
     proc: processes.Started | None = None
     sampler: TreeSampler | None = None

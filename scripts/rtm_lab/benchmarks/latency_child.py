@@ -472,6 +472,8 @@ def run_mode(
 
 
 def child_main(argv: list[str] | None = None) -> int:
+    # One run per process: --partitions (the per-task benchmark's one partition) is the module's count for the run.
+    global PARTITIONS
     parser = argparse.ArgumentParser(
         prog="python -m rtm_lab.benchmarks.latency_child",
         description="Run one mode of the latency benchmark in this process and write its result as JSON "
@@ -519,7 +521,14 @@ def child_main(argv: list[str] | None = None) -> int:
         help="MODE warms up until its backlog stayed under SECONDS of output for "
         f"{SETTLE_HOLD_S:g} s (at most {SETTLE_MAX_S:g} s), then measures --seconds; replaces --warmup for MODE",
     )
+    parser.add_argument(
+        "--partitions",
+        type=cli.positive_int,
+        default=PARTITIONS,
+        help=f"source and sink partitions, and shuffle partitions of the ad pipeline ({PARTITIONS})",
+    )
     args = parser.parse_args(argv)
+    PARTITIONS = args.partitions
     cfg = settings(args.interval, args.fetch_wait_ms, args.pipeline)
     spark_conf = dict(item.split("=", 1) for item in args.spark_conf)
     settle = {mode: float(bound) for mode, bound in (item.split("=", 1) for item in args.settle)}

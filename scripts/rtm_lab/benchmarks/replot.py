@@ -4,7 +4,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from rtm_lab.benchmarks import engines_report, latency_report, sweep_report
+from rtm_lab.benchmarks import engines_report, latency_report, per_task_report, sweep_report
 
 
 def redraw(results: Path) -> list[Path]:
@@ -18,6 +18,7 @@ def redraw(results: Path) -> list[Path]:
         ("latency.json", "latency.png", latency_report.plot),
         ("latency-sweep.json", "latency-sweep.png", sweep),
         ("engines.json", engines_report.plot_path(Path("engines.json")).name, engines_report.plot),
+        ("per-task-throughput.json", per_task_report.PLOT, per_task_report.plot),
     ]
     written = []
     for json_name, png_name, draw in plots:

@@ -44,8 +44,18 @@ REFERENCE_LINK = re.compile(r"\]\(references/(?P<file>[^)#\s]+)")
 # Scripts the skill ships as they are, under its scripts/ folder: skill path -> repository file.
 BUNDLED_SCRIPTS = {
     "scripts/rtm_check.py": "snippets/reference/readiness_check.py",
+    # The capacity planner; with --query it imports rtm_check.py from beside it.
+    "scripts/rtm_plan.py": "snippets/guides/capacity_plan.py",
     # The quick start as a whole runnable file: SKILL.md links it instead of inlining ~250 words of code.
     "assets/quickstart/kafka_to_kafka.py": "snippets/quickstart/kafka_to_kafka.py",
+}
+# Measured data the skill ships beside its scripts, once measured: skill path -> (results file, the keys kept). The
+# planner reads its per-task capacities from here; until the benchmark has run there is no file, and it says so.
+BUNDLED_DATA = {
+    "scripts/per-task-throughput.json": (
+        "docs/results/per-task-throughput.json",
+        ("capacity", "settings", "machine", "versions", "command"),
+    ),
 }
 MISSING_LINK = re.compile(r"\[(?P<text>[^\]]+)\]\(references/(?P<file>[^)#\s]+)(?:#[^)\s]*)?\)")
 SHIPPED_PLACEHOLDER = "{{ shipped }}"
@@ -295,6 +305,11 @@ def render_skill(root: Path, name: str, notes: list[str]) -> tuple[dict, dict[st
         if not (root / source).is_file():
             raise RenderError(f"{source} is missing: the skill ships it as {target}.")
         files[target] = (root / source).read_bytes()
+    for target, (source, keys) in BUNDLED_DATA.items():
+        if (root / source).is_file():
+            data = json.loads((root / source).read_text())
+            kept = {key: data[key] for key in keys if key in data}
+            files[target] = (json.dumps({"source": source, **kept}, indent=2, sort_keys=True) + "\n").encode()
     info = {"name": name, "description": " ".join(meta["description"].split())}
     return info, dict(sorted(files.items()))
 

@@ -1,0 +1,135 @@
+"""The per-task capacity search (rtm_lab.benchmarks.per_task_search) on synthetic runs: it brackets a known limit
+within 10 % at both bounds, resumes an unfinished step, stops where the generator falls short, and derives the
+capacity part the planner reads. No Spark: the search is a pure function of the runs so far."""
+
+import math
+
+import pytest
+
+from rtm_lab.benchmarks import per_task_report
+from rtm_lab.benchmarks.per_task_search import (
+    BRACKET,
+    GENERATOR_LIMIT,
+    SEARCH_DONE,
+    bracket,
+    capacity,
+    decided,
+    next_rate,
+    steps,
+)
+
+
+def fake_run(shape: str, rate: float, limit_100: float, limit_1000: float, reached: float | None = None) -> dict:
+    """A run of a task whose p99 is 50 ms up to limit_100, 500 ms up to limit_1000, 5 s beyond."""
+    p99 = 50.0 if rate <= limit_100 else 500.0 if rate <= limit_1000 else 5000.0
+    return {"shape": shape, "rate": rate, "p99_ms": p99, "lost": 0, "reached_rate": reached or rate}
+
+
+def search(
+    limit_100: float, limit_1000: float, start: float, runs_per_step: int = 3, shape: str = "stateless"
+) -> list[dict]:
+    runs: list[dict] = []
+    for _ in range(200):
+        rate, _why = next_rate(runs, start, runs_per_step)
+        if rate is None:
+            return runs
+        runs.append(fake_run(shape, rate, limit_100, limit_1000))
+    raise AssertionError("the search did not end")
+
+
+@pytest.mark.parametrize(
+    ("limit_100", "limit_1000", "start"), [(7300, 9100, 5000), (1200, 40000, 5000), (60000, 61000, 1000)]
+)
+def test_search_brackets_both_limits_within_10_percent(limit_100, limit_1000, start):
+    runs = search(limit_100, limit_1000, start)
+    by_rate = steps(runs, 1)
+    for bound, limit in ((100, limit_100), (1000, limit_1000)):
+        low, high = bracket(decided(runs, bound, 3))
+        assert low is not None and high is not None
+        assert low <= limit < high
+        assert high / low <= BRACKET + 0.01  # three significant figures of rounding
+        assert len(by_rate[low]) == 3, "a held step has its 3 runs"
+    # A step over both limits is settled by its first run.
+    assert all(len(v) == 1 for rate, v in by_rate.items() if rate > limit_1000)
+
+
+def test_an_unfinished_step_is_resumed_first():
+    runs = [fake_run("stateless", 5000, 7000, 9000) for _ in range(2)]
+    assert next_rate(runs, 5000) == (5000, "more runs for 100 ms")
+
+
+def test_the_search_stops_where_the_generator_falls_short():
+    runs = [fake_run("stateless", 5000, 7000, 9000, reached=4000)]
+    assert next_rate(runs, 5000) == (None, GENERATOR_LIMIT)
+
+
+def test_one_failed_run_settles_the_step():
+    runs = [fake_run("stateless", 5000, 7000, 9000)]
+    runs[0]["lost"] = 1
+    assert bracket(decided(runs, 100, 3)) == (None, 5000)
+    assert next_rate(runs, 5000)[0] == 2500
+
+
+def test_capacity_is_what_the_planner_reads():
+    runs = search(7300, 9100, 5000)
+    for run in runs:
+        run["rss_peak_mib"] = 600.0
+    cap = capacity(runs)["stateless"]
+    assert cap["100"]["held_rate"] <= 7300 < cap["100"]["not_held_rate"]
+    assert cap["100"]["runs_at_held_rate"] == 3
+    assert math.isclose(cap["rss_peak_mib"], 600.0)
+    assert next_rate(runs, 5000) == (None, SEARCH_DONE)
+
+
+def test_the_table_shows_each_step_and_the_capacity():
+    runs = search(7300, 9100, 5000)
+    result = {
+        "settings": {
+            "runs_per_step": 3,
+            "seconds": 60,
+            "warmup_s": 10,
+            "pinned": {"engine_cores": [0], "harness_cores": [1]},
+        },
+        "runs": [{**r, "started": "2026-11-27T12:00:00Z", "timestamp": "2026-11-27T12:01:10Z"} for r in runs],
+        "capacity": capacity(runs),
+        "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "test", "os": "Linux"},
+        "versions": {"spark": "4.3.0"},
+        "command": "python scripts/bench.py per-task",
+    }
+    text = per_task_report.markdown(result)
+    low = result["capacity"]["stateless"]["100"]["held_rate"]
+    assert f"| stateless | {low:,.0f} held," in text
+    assert text.count("| stateless | ") == 1 + len(steps(runs, 1))
+
+
+def test_the_ceilings_table_sets_two_tasks_beside_the_whole_query():
+    per_task = {"capacity": {"stateless": {"1000": {"held_rate": 9000.0}}}}
+
+    def step(rate, p99):
+        return {
+            "engine": "spark",
+            "pipeline": "transform",
+            "rate": rate,
+            "p99_ms": p99,
+            "missing": 0,
+            "achieved_rate": rate,
+        }
+
+    engines = {"capacity": {f"spark/transform/{r}": step(r, p) for r, p in ((10000, 80), (20000, 230), (40000, 3830))}}
+    text = per_task_report.ceilings_markdown(per_task, engines)
+    assert "| stateless | 9,000 | 18,000 | transform | 20,000 | 40,000 |" in text
+    assert "| groupby-count | — | — | count | — | — |" in text
+
+
+def test_the_table_names_the_core_that_ran_full_at_the_limit():
+    runs = search(7300, 9100, 5000, shape="postgres-jvm")
+    low_fail = capacity(runs)["postgres-jvm"]["100"]["not_held_rate"]
+    for run in runs:
+        # JSON keys: core numbers come back as strings from the results file.
+        run["core_busy"] = {"0": 0.55, "1": 0.97} if run["rate"] == low_fail else {"0": 0.3, "1": 0.4}
+    result = {
+        "runs": runs,
+        "capacity": capacity(runs),
+        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
+    }
+    assert per_task_report.limiting_core(result, "postgres-jvm") == "harness core (55% / 97%)"
