@@ -172,7 +172,7 @@ def site_pages() -> list[str]:
     return [
         "" if p.name == "index.md" else f"{p.with_suffix('').as_posix()}/"
         for p in pages
-        if p.parts[0] not in ("results", "includes")
+        if p.parts[0] not in ("results", "includes", "drafts")
     ]
 
 

@@ -51,7 +51,7 @@ PAGES = sorted(
     [
         p
         for p in (PROJECT_ROOT / "docs").rglob("*.md")
-        if not {"results", "includes"} & set(p.relative_to(PROJECT_ROOT / "docs").parts)
+        if not {"results", "includes", "drafts"} & set(p.relative_to(PROJECT_ROOT / "docs").parts)
     ]
     + [SKILL / "SKILL.md", *sorted((SKILL / "references").glob("*.md"))]
 )

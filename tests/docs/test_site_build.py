@@ -3,7 +3,7 @@
 from rtm_lab.paths import PROJECT_ROOT
 
 # Folders of docs/ whose Markdown other pages include (mkdocs.yml's exclude_docs): never pages themselves.
-NOT_PAGES = ("results", "includes")
+NOT_PAGES = ("results", "includes", "drafts")
 
 
 def test_strict_build_renders_every_page(built_site):
