@@ -134,7 +134,9 @@ def links_of(site: Path, path: str) -> list[tuple[str, str]]:
 def site_pages() -> list[str]:
     docs = PROJECT_ROOT / "docs"
     pages = sorted(
-        p.relative_to(docs) for p in docs.rglob("*.md") if p.relative_to(docs).parts[0] not in ("results", "includes", "drafts")
+        p.relative_to(docs)
+        for p in docs.rglob("*.md")
+        if p.relative_to(docs).parts[0] not in ("results", "includes", "drafts")
     )
     return ["" if p.as_posix() == "index.md" else f"{p.with_suffix('').as_posix()}/" for p in pages]
 
