@@ -8,7 +8,7 @@ S3's SigV4 signature covers it). Bodies stream through in both directions, fixed
 
 The delay is read from a control file (`set_delay`) before each request, so one Spark session can run several
 delay cells. The log holds, per request: start and end (epoch ms, this machine's clock), method, path, the names of
-the query parameters (never their values: a presigned URL carries credentials there), the request's kind, status
+the query parameters (never their values: a presigned URL carries credentials there; a LIST's `prefix` alone), the request's kind, status
 and bytes each way. No header is ever logged.
 
 Kinds, recognised in this order:
@@ -65,11 +65,15 @@ def kind_of(method: str, path: str, query_names: Iterable[str], header_names: It
     return "OTHER"
 
 
-def split_target(target: str) -> tuple[str, list[str]]:
-    """(path, sorted query parameter names) of a request target; the values are dropped here, before any logging."""
+def split_target(target: str) -> tuple[str, list[str], str | None]:
+    """(path, sorted query parameter names, the `prefix` parameter's value) of a request target.
+
+    Every other value is dropped here, before any logging: a presigned URL carries its credential and signature in
+    the query. A LIST's prefix is an object key's start, which says which checkpoint folder it lists."""
     parsed = urllib.parse.urlsplit(target)
-    names = {name for name, _ in urllib.parse.parse_qsl(parsed.query, keep_blank_values=True)}
-    return parsed.path, sorted(names)
+    pairs = urllib.parse.parse_qsl(parsed.query, keep_blank_values=True)
+    prefix = next((value for name, value in pairs if name == "prefix"), None)
+    return parsed.path, sorted({name for name, _ in pairs}), prefix
 
 
 # ---------------------------------------------------------------- the delay, set per run
@@ -215,7 +219,7 @@ class Proxy:
         started = time.time()
         method, target, _ = lines[0].decode("latin-1").split(" ", 2)
         headers = _headers(lines)
-        path, query = split_target(target)
+        path, query, prefix = split_target(target)
         kind = kind_of(method, path, query, headers)
         delay_ms = self.delay.ms()
         if delay_ms:
@@ -256,6 +260,7 @@ class Proxy:
                 "method": method,
                 "path": path,
                 "query": query,
+                "prefix": prefix,
                 "kind": kind,
                 "status": status,
                 "bytes_in": bytes_in,

@@ -149,6 +149,7 @@ def analyse(
                 "duration_ms": batch.duration_ms,
                 "next_duration_ms": following.duration_ms if following else None,
                 "segments": breakdown(moments),
+                "moments": moments,  # epoch ms: the storage accounting finds the requests inside the stall with them
             }
         )
     stalls = [b["stall_ms"] for b in result["boundaries"]]
