@@ -7,6 +7,7 @@ import sys
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import boundary_settings as bench_settings
+from rtm_lab.benchmarks import checkpoint_storage as bench_checkpoint
 from rtm_lab.benchmarks import engines as bench_engines
 from rtm_lab.benchmarks import latency as bench_latency
 from rtm_lab.benchmarks import monitor_cost as bench_monitor
@@ -42,6 +43,11 @@ BENCHMARKS = (
         "plan-check",
         bench_plan_check,
         "the planner's prediction against runs on a standalone cluster at 0.5x, 0.9x and 1.3x the per-task capacity",
+    ),
+    (
+        "checkpoint-storage",
+        bench_checkpoint,
+        "checkpoints on the lab's S3 store at a set delay per request: stall per boundary, requests, the model",
     ),
 )
 

@@ -32,12 +32,18 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import sys
 import time
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from rtm_lab import ports, processes
+from rtm_lab.errors import LabError
+from rtm_lab.paths import make_private_dir, state_dir
+from rtm_lab.waiting import WaitTimeout, wait_until
 
 KINDS = ("PUT", "GET", "HEAD", "LIST", "COPY", "DELETE", "MULTIPART", "OTHER")
 LIST_QUERY = {"list-type", "prefix", "delimiter"}
@@ -292,6 +298,63 @@ def read_log(log: Path, since_ms: float = 0.0, until_ms: float = float("inf")) -
                 if since_ms <= entry["start_ms"] < until_ms:
                     entries.append(entry)
     return sorted(entries, key=lambda e: e["start_ms"])
+
+
+# ---------------------------------------------------------------- the lab's proxy process
+
+
+def root() -> Path:
+    return state_dir() / "s3-proxy"
+
+
+def log_path() -> Path:
+    """The request log: one JSON line per request, kept across runs (a run reads its own time span)."""
+    return root() / "requests.jsonl"
+
+
+def control_path() -> Path:
+    return root() / "delay_ms"
+
+
+def marker() -> str:
+    """The argument that marks the lab's proxy (a whole argument holding this lab folder's path)."""
+    return f"--control={control_path()}"
+
+
+def answers(port: int | None) -> bool:
+    """Whether something accepts connections on the proxy's port (it answers HTTP only for the store behind it)."""
+    if not port:
+        return False
+    with contextlib.suppress(OSError), socket.create_connection((ports.HOST, port), timeout=2):
+        return True
+    return False
+
+
+def start(port: int, upstream_port: int, on_spawn) -> int:
+    """Start the proxy on 127.0.0.1:port in front of the store on `upstream_port`, at no delay; `on_spawn(pid)`
+    records it at once."""
+    make_private_dir(root())
+    set_delay(control_path(), 0)
+    cmd = [
+        sys.executable,
+        "-m",
+        "rtm_lab.s3_proxy",
+        f"--port={port}",
+        f"--upstream={ports.HOST}:{upstream_port}",
+        f"--log={log_path()}",
+        marker(),
+    ]
+    pid = processes.spawn(cmd, root() / "proxy.log", cwd=root())
+    on_spawn(pid)
+    try:
+        wait_until(lambda: answers(port) or not processes.is_alive(pid), 30, "the S3 delay proxy to listen", 0.1)
+    except WaitTimeout:
+        raise LabError(
+            f"the S3 delay proxy (pid {pid}) did not listen within 30 s; see {root() / 'proxy.log'}"
+        ) from None
+    if not processes.is_alive(pid):
+        raise LabError(f"the S3 delay proxy exited at start-up:\n{processes.tail(root() / 'proxy.log', 15)}")
+    return pid
 
 
 def _address(text: str) -> tuple[str, int]:

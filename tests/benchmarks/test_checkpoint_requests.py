@@ -67,7 +67,12 @@ def test_a_boundary_counts_its_cycle_and_the_requests_inside_its_stall():
             {"batch": 2, "start_ms": T0 + 5_000, "duration_ms": {"triggerExecution": 5_000}},
         ],
         "boundaries": [
-            {"batch": 1, "at_ms": T0 + 5_000, "stall_ms": 598, "moments": {"last_out": T0 + 5_000, "first_out": T0 + 5_600}}
+            {
+                "batch": 1,
+                "at_ms": T0 + 5_000,
+                "stall_ms": 598,
+                "moments": {"last_out": T0 + 5_000, "first_out": T0 + 5_600},
+            }
         ],
     }
     run = checkpoint_requests.of_run(entries, RUN)

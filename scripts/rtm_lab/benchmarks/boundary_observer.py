@@ -49,6 +49,12 @@ def observe(spark, query, reader, interval: str, warmup_ids: int) -> dict:
         "timeline": boundaries.timeline([ts for _, ts in steady], [ms for ms, _ in steady], t0),
         "cdf_ms": boundaries.cdf([ms for ms, _ in steady]),
         "progress": [{"batch": b.batch_id, "start_ms": b.start_ms, "duration_ms": b.duration_ms} for b in batches],
+        # The state stores' commit time per batch (Spark sums it over the tasks, which commit in parallel).
+        "state_commit_ms": {
+            str(p["batchId"]): sum(op.get("commitTimeMs", 0) for op in p["stateOperators"])
+            for p in query.recentProgress
+            if p.get("stateOperators")
+        },
         "ui_jobs": {str(k): v for k, v in sorted(jobs.items())},
         "ui_error": ui_error,
     }

@@ -139,7 +139,9 @@ def summary(per_boundary: Sequence[dict]) -> dict:
     kinds = sorted({k for b in per_boundary for k in b["by_kind"]})
     return {
         "requests_per_boundary": statistics.median(b["requests"] for b in per_boundary),
-        "requests_per_boundary_by_kind": {k: statistics.median(b["by_kind"].get(k, 0) for b in per_boundary) for k in kinds},
+        "requests_per_boundary_by_kind": {
+            k: statistics.median(b["by_kind"].get(k, 0) for b in per_boundary) for k in kinds
+        },
         "requests_per_boundary_by_area": {
             area: statistics.median(sum(b["by_area"][area].values()) for b in per_boundary) for area in AREAS
         },

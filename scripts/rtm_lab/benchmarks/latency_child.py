@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rtm_lab import cli, plans
+from rtm_lab.benchmarks import checkpoint_shapes
 from rtm_lab.waiting import WaitTimeout, wait_until
 from snippets.guides.ad_attribution import BATCH_DURATION as AD_GUIDE_INTERVAL
 from snippets.quickstart.kafka_to_kafka import BATCH_DURATION as QUICKSTART_INTERVAL
@@ -87,7 +88,7 @@ def _pipeline_session_conf(pipeline: str) -> dict:
 
 # ---------------------------------------------------------------- child: one mode in its own Spark session
 
-PIPELINES = ("passthrough", "ad_attribution")
+PIPELINES = ("passthrough", "ad_attribution", *checkpoint_shapes.SHAPES)
 # Each ack follows its request at once, so every ack finds its request well within the window, and each key's timer
 # clears it 30 s after its first event: the state levels off at about rate/2 x 30 s keys in a 60 s run.
 AD_WINDOW_MS = 30_000
@@ -127,6 +128,11 @@ class Pipeline:
                 "spark.jars": session_jars(),
                 **_pipeline_session_conf(name),
             }
+        elif name in checkpoint_shapes.SHAPES:
+            self.event, self.key_field = loadgen.make_event, "id"
+            self.priming = [{**loadgen.make_event(0), "id": -1 - i} for i in range(PRIMING)]
+            self.slots = 2 * PARTITIONS  # the source's tasks and the state's shuffle partitions run at once
+            self.conf = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER}
         else:
             raise ValueError(f"unknown pipeline {name!r}; expected one of {', '.join(PIPELINES)}")
 
@@ -135,13 +141,15 @@ class Pipeline:
             from snippets.quickstart.kafka_to_kafka import transform
 
             return transform(raw)
+        if self.name in checkpoint_shapes.SHAPES:
+            return checkpoint_shapes.transform(self.name, raw)
         from snippets.guides.ad_attribution import attribute, attribute_jvm
 
         return (attribute if mode == PYTHON_MICROBATCH else attribute_jvm)(raw, AD_WINDOW_MS)
 
     def outputs(self, sent: int) -> int:
         """How many sink records `sent` events must produce (the ad pipeline emits one match per ack)."""
-        return sent if self.name == "passthrough" else sent // 2
+        return sent // 2 if self.name == "ad_attribution" else sent
 
     @property
     def priming_outputs(self) -> int:
@@ -300,6 +308,7 @@ def run_mode(
     monitor_prom_port: int | None = None,
     settle_s: float | None = None,
     spark: Any = None,
+    checkpoint_root: str | None = None,
 ) -> dict:
     """One mode's run: in a session of its own (stopped at the end), or in `spark`, a session `open_session` made for
     this pipeline (left running, for the next mode)."""
@@ -317,12 +326,20 @@ def run_mode(
         spark = open_session(f"bench-latency-{mode}", pipeline, spark_conf, gc_log, observe)
         say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
     query = reader = monitor = None
-    checkpoint = tempfile.mkdtemp(prefix="bench-lat-ckpt-")
+    # A root URI (s3a://...) puts the checkpoint in a folder of its own there, left in place: the storage accounting
+    # tells this run's requests from others' by the folder's name.
+    if checkpoint_root:
+        folder = topics.unique_name(f"ckpt-{mode}")
+        checkpoint = f"{checkpoint_root.rstrip('/')}/{folder}"
+    else:
+        checkpoint = tempfile.mkdtemp(prefix="bench-lat-ckpt-")
+        folder = Path(checkpoint).name
     try:
         # Priming events (negative ids) go in before the query starts: in trial runs the first rows a new real-time
         # query handled took seconds (the whole first batch with data), so measurement starts once they are out.
         topics.produce_json(bootstrap, source, pipeline.priming, key_field=pipeline.key_field)
         reader = topics.SinkLatencyReader(bootstrap, sink).start()
+        query_started_ms = time.time() * 1000
         try:
             query = start_query(spark, mode, bootstrap, source, sink, checkpoint, cfg, pipeline)
             first = wait_for_priming(query, reader, pipeline.priming_outputs)
@@ -420,6 +437,8 @@ def run_mode(
             **batch_stats(query),
             slots=pipeline.slots,
             slots_needed=slots,
+            checkpoint_folder=folder,
+            run_span_ms=[round(query_started_ms), round(time.time() * 1000)],
         )
         # What the tail is made of, as far as the machine can tell: GC pauses (with --gc-log) and generator lag.
         wall_start_ms = wall_t0 * 1000
@@ -466,7 +485,8 @@ def run_mode(
             query.stop()
         if own_session:
             spark.stop()
-        shutil.rmtree(checkpoint, ignore_errors=True)  # a run leaves nothing in /tmp
+        if not checkpoint_root:
+            shutil.rmtree(checkpoint, ignore_errors=True)  # a run leaves nothing in /tmp
         for name in (source, sink):
             topics.delete_topic(bootstrap, name)
 
@@ -508,6 +528,9 @@ def child_main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session"
+    )
+    parser.add_argument(
+        "--checkpoint-root", help="checkpoint under this URI (s3a://bucket/prefix), a folder per run; default: /tmp"
     )
     parser.add_argument("--gc-log", help="write the Spark JVM's GC log here and record its pauses in the result")
     parser.add_argument(
@@ -552,6 +575,7 @@ def child_main(argv: list[str] | None = None) -> int:
         args.gc_log,
         args.monitor_prom_port,
         settle.get(mode),
+        checkpoint_root=args.checkpoint_root,
     )
     Path(args.out).write_text(json.dumps(result))
     return 0

@@ -1,0 +1,592 @@
+"""Checkpoints on object storage: what each batch boundary of a real-time query costs when every storage request waits.
+
+Four query shapes (Kafka -> Kafka): stateless with asynchronous progress tracking (the 4.3 default) and without it,
+`dropDuplicates`, and a `groupBy` count. Each runs with its checkpoint on local disk, and on the lab's S3 store through
+the delay proxy at a set delay per request: 0, 30 and 100 ms fit the model, 10 ms and the 30 s batch duration (at
+30 ms) are held out. Per run: p50, p99 and max latency, the stall at each boundary and its split (planning, offset
+log, commit log, state upload), the requests per boundary by kind, and the critical path (rtm_lab.benchmarks.
+checkpoint_requests). Per shape, the model stall = fixed + critical-path requests x request latency, fitted and
+checked on the held-out points (rtm_lab.benchmarks.checkpoint_model).
+
+The runs of a repeat follow each other, so a load change spreads over the cells. The results file is written after
+every run, and a rerun with the same file skips the runs it holds (resumable); `--until HH:MM` (UTC) starts no run
+that could not end by then.
+
+    python scripts/bench.py checkpoint-storage --json docs/results/checkpoint-storage.json
+    python scripts/bench.py checkpoint-storage --shapes dedup --delays 100 --runs 1 --json /tmp/smoke.json
+"""
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rtm_lab import cli
+from rtm_lab.benchmarks import checkpoint_model, checkpoint_requests
+from rtm_lab.generated import generated_note, markdown_table
+
+ASYNC_BY_DEFAULT = "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+STREAM_FILE_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"
+BATCH_DURATION = "5 seconds"
+HELD_OUT_BATCH_DURATION = "30 seconds"
+FIT_DELAYS_MS = (0, 30, 100)
+HELD_OUT_DELAY_MS = 10
+HELD_OUT_INTERVAL_DELAY_MS = 30
+VARIANT_DELAY_MS = 100
+DISK = "disk"
+RATE = 1000.0
+WARMUP_S = 5.0
+# Production per run: about seven boundaries after the warm-up at 5 s, three at 30 s.
+SECONDS = {BATCH_DURATION: 40.0, HELD_OUT_BATCH_DURATION: 100.0}
+# What a run costs beyond its production (a Spark session's start, the priming batch, the drain): for --until.
+OVERHEAD_S = 45.0
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    pipeline: str  # rtm_lab.benchmarks.latency_child's pipeline
+    what: str
+    spark_conf: dict = field(default_factory=dict)
+
+    @property
+    def stateful(self) -> bool:
+        return self.pipeline != "passthrough"
+
+
+SHAPES = (
+    Shape("stateless_async", "passthrough", "stateless, async progress tracking on (the 4.3 default)"),
+    Shape("stateless_sync", "passthrough", "stateless, async progress tracking off", {ASYNC_BY_DEFAULT: "false"}),
+    Shape("dedup", "dedup", "dropDuplicates on the event id"),
+    Shape("count", "count", "groupBy count, keyed by the event id"),
+)
+BY_NAME = {s.name: s for s in SHAPES}
+# Optional cells, at VARIANT_DELAY_MS: a setting that may remove requests from the boundary.
+VARIANTS = {
+    "changelog_off": ("RocksDB changelog checkpointing off (a snapshot upload per batch)", {CHANGELOG: "false"}),
+    "file_manager": (
+        "the stream-based checkpoint file manager of spark-hadoop-cloud",
+        {FILE_MANAGER: STREAM_FILE_MANAGER},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    shape: str
+    storage: str  # DISK, or the delay per request in ms on the store
+    batch_duration: str = BATCH_DURATION
+    variant: str = ""
+
+    @property
+    def key(self) -> str:
+        where = self.storage if self.storage == DISK else f"s3 {self.storage} ms"
+        return " / ".join(filter(None, [self.shape, where, self.batch_duration, self.variant]))
+
+    @property
+    def delay_ms(self) -> float | None:
+        return None if self.storage == DISK else float(self.storage)
+
+    @property
+    def role(self) -> str:
+        """fit, held-out, baseline (disk) or variant: how the model uses the cell."""
+        if self.variant:
+            return "variant"
+        if self.storage == DISK:
+            return "baseline"
+        if self.batch_duration == BATCH_DURATION and float(self.storage) in FIT_DELAYS_MS:
+            return "fit"
+        return "held-out"
+
+
+def plan(shapes: list[str], delays: list[str], durations: list[str], variants: list[str]) -> list[Cell]:
+    """The cells in the order one repeat runs them."""
+    cells = []
+    for shape in shapes:
+        if BATCH_DURATION in durations:
+            cells += [Cell(shape, d) for d in delays]
+        if HELD_OUT_BATCH_DURATION in durations and str(HELD_OUT_INTERVAL_DELAY_MS) in delays:
+            cells.append(Cell(shape, str(HELD_OUT_INTERVAL_DELAY_MS), HELD_OUT_BATCH_DURATION))
+        for variant in variants:
+            if variant == "changelog_off" and not BY_NAME[shape].stateful:
+                continue  # no state store: the setting changes nothing
+            cells.append(Cell(shape, str(VARIANT_DELAY_MS), BATCH_DURATION, variant))
+    return cells
+
+
+def _delay(text: str) -> str:
+    if text == DISK:
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither 'disk' nor a delay in ms (0 or more)")
+    return f"{value:g}"
+
+
+def _clock(text: str) -> dt.datetime:
+    try:
+        hours, minutes = (int(part) for part in text.split(":"))
+        now = dt.datetime.now(dt.UTC)
+        at = now.replace(hour=hours, minute=minutes, second=0, microsecond=0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a UTC time HH:MM") from None
+    return at if at > now else at + dt.timedelta(days=1)
+
+
+def _names(choices: list[str]):
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in choices]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(choices)}")
+        return names
+
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--shapes",
+        type=_names(list(BY_NAME)),
+        default=list(BY_NAME),
+        help="comma-separated shapes (default all): " + "; ".join(f"{s.name}: {s.what}" for s in SHAPES),
+    )
+    parser.add_argument(
+        "--delays",
+        type=lambda text: [_delay(d.strip()) for d in text.split(",")],
+        default=[DISK, *(str(d) for d in FIT_DELAYS_MS), str(HELD_OUT_DELAY_MS)],
+        help="comma-separated storage cells: 'disk' or a delay per request in ms on the store "
+        f"(default disk,{','.join(map(str, FIT_DELAYS_MS))},{HELD_OUT_DELAY_MS})",
+    )
+    parser.add_argument(
+        "--durations",
+        type=_names([BATCH_DURATION, HELD_OUT_BATCH_DURATION]),
+        default=[BATCH_DURATION, HELD_OUT_BATCH_DURATION],
+        help=f"comma-separated batch durations (default both): '{BATCH_DURATION}' for every delay, "
+        f"'{HELD_OUT_BATCH_DURATION}' at {HELD_OUT_INTERVAL_DELAY_MS} ms only (held out)",
+    )
+    parser.add_argument(
+        "--variants",
+        type=_names(list(VARIANTS)),
+        default=[],
+        help=f"comma-separated optional cells at {VARIANT_DELAY_MS} ms (default none): "
+        + "; ".join(f"{k}: {what}" for k, (what, _) in VARIANTS.items()),
+    )
+    parser.add_argument("--runs", type=cli.positive_int, default=3, help="runs per cell (default 3)")
+    parser.add_argument("--rate", type=cli.positive_float, default=RATE, help=f"events per second (default {RATE:g})")
+    parser.add_argument(
+        "--seconds", type=cli.positive_float, help="production seconds per run (default 40; 100 at 30 s)"
+    )
+    parser.add_argument("--until", type=_clock, help="start no run that could not end by this UTC time (HH:MM)")
+    parser.add_argument(
+        "--json", required=True, type=cli.json_output, help="results file (resumed when it exists; a .md goes beside)"
+    )
+
+
+# ---------------------------------------------------------------- one run
+
+
+def store_conf(state: Any) -> tuple[str, dict]:
+    """(checkpoint root URI, Spark settings) for a checkpoint on the lab's S3 store, reached through the proxy."""
+    from rtm_lab import s3store
+
+    return s3store.checkpoint_root(state), s3store.spark_conf(state, via_proxy=True)
+
+
+def run_cell(cell: Cell, state: Any, rate: float, seconds: float) -> dict:
+    """One run of a cell in its own Spark session (rtm_lab.benchmarks.latency_child), its requests accounted."""
+    from rtm_lab import s3_proxy
+    from rtm_lab.benchmarks import latency_child as latency
+
+    shape = BY_NAME[cell.shape]
+    conf = {**shape.spark_conf, **(VARIANTS[cell.variant][1] if cell.variant else {})}
+    extra = ["--observe-boundaries"]
+    if cell.delay_ms is not None:
+        root, store = store_conf(state)
+        conf = {**store, **conf}
+        extra += ["--checkpoint-root", root]
+        s3_proxy.set_delay(s3_proxy.control_path(), cell.delay_ms)
+    for key, value in conf.items():
+        extra += ["--spark-conf", f"{key}={value}"]
+    cfg = latency.settings(cell.batch_duration, pipeline=shape.pipeline)
+    result = latency.run_child("realtime", state.kafka_bootstrap, rate, seconds, WARMUP_S, cfg, None, extra)
+    if cell.delay_ms is not None:
+        lo, hi = result["run_span_ms"]
+        requests = checkpoint_requests.of_run(
+            s3_proxy.read_log(s3_proxy.log_path(), lo, hi + 1), result["checkpoint_folder"]
+        )
+        accounted = checkpoint_requests.account(requests, result)
+        by_batch = {b["batch"]: b for b in accounted.pop("per_boundary")}
+        for boundary in result["boundaries"]:
+            boundary["storage"] = by_batch.get(boundary["batch"])
+        result["storage"] = accounted
+    for boundary in result["boundaries"]:
+        storage = boundary.get("storage") or {}
+        boundary["split"] = checkpoint_requests.stall_split({**boundary, **storage})
+    return slim(result)
+
+
+BULKY = ("timeline", "cdf_ms", "quantiles_ms", "batches", "generator_lag_ms", "ui_jobs", "tail")
+
+
+def slim(result: dict) -> dict:
+    """A run's record without the per-record series the tables do not use (kept small for a results file)."""
+    return {k: v for k, v in result.items() if k not in BULKY}
+
+
+# ---------------------------------------------------------------- figures over runs
+
+
+def _spread(values: list) -> dict:
+    known = [v for v in values if v is not None]
+    if not known:
+        return {"median": None, "min": None, "max": None, "n": 0}
+    return {"median": statistics.median(known), "min": min(known), "max": max(known), "n": len(known)}
+
+
+def _split_medians(result: dict) -> dict[str, float | None]:
+    """The median of each split part over a run's boundaries."""
+    parts = ("planning_ms", "offset_log_ms", "commit_log_ms", "state_upload_ms")
+    return {
+        part: _spread([b["split"].get(part) for b in result.get("boundaries", []) if b.get("split")])["median"]
+        for part in parts
+    }
+
+
+def cell_row(cell: Cell, runs: list[dict]) -> dict:
+    results = [r["result"] for r in runs]
+    storage = [r.get("storage") or {} for r in results]
+    kinds = sorted({k for s in storage for k in (s.get("requests_per_boundary_by_kind") or {})})
+    return {
+        "key": cell.key,
+        "shape": cell.shape,
+        "storage": cell.storage,
+        "batch_duration": cell.batch_duration,
+        "variant": cell.variant,
+        "role": cell.role,
+        "runs": len(runs),
+        "p50_ms": _spread([r.get("p50_ms") for r in results]),
+        "p99_ms": _spread([r.get("p99_ms") for r in results]),
+        "max_ms": _spread([r.get("max_ms") for r in results]),
+        "stall_ms": _spread([r.get("stall_median_ms") for r in results]),
+        "boundaries": sum(r.get("boundaries_crossed") or 0 for r in results),
+        "missing": sum(r.get("missing") or 0 for r in results),
+        "split_ms": {
+            part: _spread([_split_medians(r)[part] for r in results])["median"]
+            for part in ("planning_ms", "offset_log_ms", "commit_log_ms", "state_upload_ms")
+        },
+        "requests_per_boundary": _spread([s.get("requests_per_boundary") for s in storage]),
+        "requests_by_kind": {
+            k: _spread([(s.get("requests_per_boundary_by_kind") or {}).get(k, 0) for s in storage if s])["median"]
+            for k in kinds
+        },
+        "data_path": _spread([s.get("data_path_median") for s in storage]),
+        "critical_path": _spread([s.get("critical_path_median") for s in storage]),
+    }
+
+
+def models(rows: list[dict], done: list[dict]) -> list[dict]:
+    """Per shape: the fit on its fit cells' runs (one point per run), the counted critical path, the held-out rows."""
+    found = []
+    for shape in dict.fromkeys(r["shape"] for r in rows):
+        points = [
+            (float(d["cell"]["storage"]), d["result"]["stall_median_ms"])
+            for d in done
+            if d["cell"]["shape"] == shape
+            and Cell(**d["cell"]).role == "fit"
+            and d["result"].get("stall_median_ms") is not None
+        ]
+        entry: dict[str, Any] = {"shape": shape, "fit_points": len(points)}
+        try:
+            model = checkpoint_model.fit(points)
+        except ValueError as exc:
+            found.append({**entry, "error": str(exc)})
+            continue
+        held = [
+            r for r in rows if r["shape"] == shape and r["role"] == "held-out" and r["stall_ms"]["median"] is not None
+        ]
+        checks = checkpoint_model.held_out(model, [(float(r["storage"]), r["stall_ms"]["median"]) for r in held])
+        counted = [r["critical_path"]["median"] for r in rows if r["shape"] == shape and r["role"] == "fit"]
+        found.append(
+            {
+                **entry,
+                "fixed_ms": round(model.fixed_ms, 1),
+                "slope": round(model.per_request_latency, 2),
+                "critical_path_counted": max((c for c in counted if c is not None), default=None),
+                "held_out": [{**c, "cell": r["key"]} for c, r in zip(checks, held, strict=True)],
+            }
+        )
+    return found
+
+
+def assemble(done: list[dict], cells: list[Cell]) -> list[dict]:
+    """A row per cell that has runs, in plan order."""
+    rows = []
+    for cell in cells:
+        runs = [d for d in done if Cell(**d["cell"]) == cell]
+        if runs:
+            rows.append(cell_row(cell, runs))
+    return rows
+
+
+# ---------------------------------------------------------------- the results file and its table
+
+
+def _ms(figure: dict) -> str:
+    if figure["median"] is None:
+        return "-"
+    text = f"{figure['median']:,.0f}"
+    if figure["n"] > 1 and figure["min"] != figure["max"]:
+        text += f" ({figure['min']:,.0f}–{figure['max']:,.0f})"
+    return text
+
+
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _where(row: dict) -> str:
+    where = "local disk" if row["storage"] == DISK else f"S3, {row['storage']} ms/request"
+    extra = [] if row["batch_duration"] == BATCH_DURATION else [row["batch_duration"]]
+    extra += [row["variant"]] if row["variant"] else []
+    return where + (f" ({', '.join(extra)})" if extra else "")
+
+
+LATENCY_HEADER = ["shape", "storage", "runs", "p50 ms", "p99 ms", "max ms", "stall per boundary ms", "critical path"]
+SPLIT_HEADER = ["shape", "storage", "planning ms", "offset log ms", "commit log ms", "state upload ms"]
+KINDS = ("PUT", "GET", "HEAD", "LIST", "COPY", "DELETE", "MULTIPART")
+MODEL_HEADER = [
+    "shape",
+    "fixed ms",
+    "stall ms per ms of latency",
+    "critical path counted",
+    "held-out cell",
+    "predicted ms",
+    "measured ms",
+    "error",
+]
+
+
+def markdown(result: dict) -> str:
+    from rtm_lab.benchmarks.run_record import record_lines
+
+    rows = result["rows"]
+    latency = [
+        [
+            r["shape"],
+            _where(r),
+            r["runs"],
+            _ms(r["p50_ms"]),
+            _ms(r["p99_ms"]),
+            _ms(r["max_ms"]),
+            _ms(r["stall_ms"]),
+            _n(r["critical_path"]["median"]),
+        ]
+        for r in rows
+    ]
+    split = [
+        [r["shape"], _where(r), *(_n(None if v is None else round(v)) for v in r["split_ms"].values())] for r in rows
+    ]
+    kinds = [
+        [r["shape"], _where(r), *(_n(r["requests_by_kind"].get(k, 0)) for k in KINDS), _n(r["data_path"]["median"])]
+        for r in rows
+        if r["storage"] != DISK
+    ]
+    model_rows = []
+    for m in result["models"]:
+        if "error" in m:
+            model_rows.append([m["shape"], "-", "-", "-", m["error"], "-", "-", "-"])
+            continue
+        for h in m["held_out"] or [
+            {"cell": "(none measured)", "predicted_ms": None, "measured_ms": None, "error": None}
+        ]:
+            error = "-" if h["error"] is None else f"{h['error']:.0%}" + (" ✓" if h.get("within_target") else " ✗")
+            model_rows.append(
+                [
+                    m["shape"],
+                    _n(m["fixed_ms"]),
+                    _n(m["slope"]),
+                    _n(m["critical_path_counted"]),
+                    h["cell"],
+                    _n(h["predicted_ms"]),
+                    _n(None if h["measured_ms"] is None else round(h["measured_ms"])),
+                    error,
+                ]
+            )
+    right = ["", ""] + ["right"] * 6
+    return "\n".join(
+        [
+            generated_note("python scripts/tables.py checkpoint-storage"),
+            "",
+            f"Kafka -> Kafka at **{result['rate']:,.0f} events/s**, real-time mode; {result['seconds']:g} s of production "
+            f"per run at the {BATCH_DURATION} batch duration (the first {result['warmup_s']:g} s left out); median over the "
+            "runs, range in brackets. Stall: the longest gap in records out at a boundary, minus the normal gap.",
+            "",
+            "<!-- section: latency -->",
+            markdown_table(LATENCY_HEADER, latency, right),
+            "<!-- section: split -->",
+            "Where the stall goes (median per boundary; the state upload is the time a state request ran inside the stall):",
+            "",
+            markdown_table(SPLIT_HEADER, split, ["", ""] + ["right"] * 4),
+            "<!-- section: requests -->",
+            "Requests per boundary by kind (median), and how many of them overlapped the stall (data path):",
+            "",
+            markdown_table(["shape", "storage", *KINDS, "data path"], kinds, ["", ""] + ["right"] * 8),
+            "<!-- section: model -->",
+            f"The model, fitted per shape on the runs at {', '.join(map(str, FIT_DELAYS_MS))} ms per request; "
+            f"held-out error against the {checkpoint_model.TARGET_ERROR:.0%} target:",
+            "",
+            markdown_table(MODEL_HEADER, model_rows, ["", "right", "right", "right", "", "right", "right", "right"]),
+            "<!-- section: evidence -->",
+            *record_lines(
+                result, "`local[2]` stateless, `local[4]` stateful; 2 partitions per topic", runs=len(result["done"])
+            ),
+            "",
+        ]
+    )
+
+
+PLACEHOLDER = (
+    "No checkpoint-storage results yet: `python scripts/bench.py checkpoint-storage --json "
+    "docs/results/checkpoint-storage.json` measures them (about 90 minutes on a quiet machine).\n"
+)
+
+
+def plot(result: dict, path: Path) -> None:
+    """Stall per boundary against request latency, a line per shape with its fitted model dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rtm_lab.benchmarks.figures import save
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    by_shape = {m["shape"]: m for m in result["models"]}
+    for i, shape in enumerate(dict.fromkeys(r["shape"] for r in result["rows"])):
+        color = f"C{i}"
+        cells = [
+            r
+            for r in result["rows"]
+            if r["shape"] == shape
+            and r["storage"] != DISK
+            and r["batch_duration"] == BATCH_DURATION
+            and not r["variant"]
+        ]
+        cells.sort(key=lambda r: float(r["storage"]))
+        xs = [float(r["storage"]) for r in cells if r["stall_ms"]["median"] is not None]
+        ys = [r["stall_ms"]["median"] for r in cells if r["stall_ms"]["median"] is not None]
+        ax.plot(xs, ys, "o-", color=color, label=shape)
+        model = by_shape.get(shape, {})
+        if "fixed_ms" in model and xs:
+            ax.plot(
+                [0, max(xs)],
+                [model["fixed_ms"], model["fixed_ms"] + model["slope"] * max(xs)],
+                "--",
+                color=color,
+                alpha=0.6,
+            )
+    ax.set_xlabel("delay per storage request (ms)")
+    ax.set_ylabel("stall per boundary (ms, median)")
+    ax.set_title("Batch-boundary stall vs checkpoint storage latency (dashed: fitted model)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    save(fig, path, dpi=100)
+    plt.close(fig)
+
+
+def write(result: dict, json_path: Path) -> Path:
+    json_path.write_text(json.dumps(result, indent=1) + "\n")
+    md = json_path.with_suffix(".md")
+    md.write_text(markdown(result))
+    if result["rows"]:
+        plot(result, json_path.with_suffix(".png"))
+    return md
+
+
+# ---------------------------------------------------------------- the command
+
+
+def main(args: argparse.Namespace, command: str) -> int:
+    from rtm_lab.benchmarks import run_record
+
+    cells = plan(args.shapes, args.delays, args.durations, args.variants)
+    if not cells:
+        print("error: no cell matches --shapes, --delays, --durations and --variants", file=sys.stderr)
+        return 2
+    path = Path(args.json)
+    previous = json.loads(path.read_text()) if path.is_file() else {}
+    done: list[dict] = list(previous.get("done", []))
+    todo = [
+        (i, cell)
+        for i in range(args.runs)
+        for cell in cells
+        if not any(Cell(**d["cell"]) == cell and d["run"] == i for d in done)
+    ]
+    print(f"{len(cells)} cells x {args.runs} runs: {len(todo)} to run, {len(cells) * args.runs - len(todo)} in {path}")
+    needs_store = any(cell.delay_ms is not None for _, cell in todo)
+    with run_record.on_the_lab(command, {"s3"} if needs_store else set()) as (record, state):
+        for n, (i, cell) in enumerate(todo, 1):
+            seconds = args.seconds or SECONDS[cell.batch_duration]
+            if args.until and dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds + OVERHEAD_S) > args.until:
+                print(f"stopping: the next run could not end by {args.until:%H:%M} UTC; rerun to resume", flush=True)
+                break
+            print(f"({n}/{len(todo)}) run {i + 1}: {cell.key} ...", flush=True)
+            began = time.monotonic()
+            try:
+                result = run_cell(cell, state, args.rate, seconds)
+            except RuntimeError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            done.append({"cell": vars(cell), "run": i, "seconds": seconds, "result": result})
+            stall = result.get("stall_median_ms")
+            print(
+                f"  stall per boundary {'-' if stall is None else f'{stall:.0f} ms'}, p99 {result.get('p99_ms')} ms, "
+                f"critical path {(result.get('storage') or {}).get('critical_path_median', '-')}, "
+                f"{time.monotonic() - began:.0f} s",
+                flush=True,
+            )
+            report = build(done, args, record.record(), previous)
+            write(report, path)
+    report = build(done, args, record.record(), previous)
+    md = write(report, path)
+    print(markdown(report))
+    print(f"wrote {path}, {md}")
+    return 0
+
+
+def build(done: list[dict], args: argparse.Namespace, record: dict, previous: dict) -> dict:
+    """The results file: every run, a row per cell, the models; the record of the session that ran the last runs."""
+    every = plan(
+        list(BY_NAME),
+        [DISK, *sorted({*(str(d) for d in FIT_DELAYS_MS), str(HELD_OUT_DELAY_MS)}, key=float)],
+        [BATCH_DURATION, HELD_OUT_BATCH_DURATION],
+        list(VARIANTS),
+    )
+    rows = assemble(done, every)
+    return {
+        "benchmark": "checkpoint-storage",
+        "rate": args.rate,
+        "seconds": args.seconds or SECONDS[BATCH_DURATION],
+        "warmup_s": WARMUP_S,
+        "rows": rows,
+        "models": models(rows, done),
+        "done": done,
+        **record,
+        "sessions": [
+            *previous.get("sessions", []),
+            {k: record[k] for k in ("command", "started", "timestamp", "load_average")},
+        ]
+        if done
+        else [],
+    }

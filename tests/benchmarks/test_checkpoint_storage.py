@@ -1,0 +1,128 @@
+"""The checkpoint-storage command without Spark: which cells it plans, how it refuses bad input, and the tables and
+model it writes from runs (synthetic results here; the real ones come from `scripts/bench.py checkpoint-storage`)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from rtm_lab.benchmarks import checkpoint_storage as cs
+from rtm_lab.paths import PROJECT_ROOT
+
+
+def test_the_default_plan_has_the_fit_the_held_out_points_and_the_variants_asked_for():
+    cells = cs.plan(["dedup", "stateless_async"], ["disk", "0", "30", "100", "10"], list(cs.SECONDS), ["changelog_off"])
+    keys = [c.key for c in cells]
+    assert keys[:7] == [
+        "dedup / disk / 5 seconds",
+        "dedup / s3 0 ms / 5 seconds",
+        "dedup / s3 30 ms / 5 seconds",
+        "dedup / s3 100 ms / 5 seconds",
+        "dedup / s3 10 ms / 5 seconds",
+        "dedup / s3 30 ms / 30 seconds",
+        "dedup / s3 100 ms / 5 seconds / changelog_off",
+    ]
+    assert "stateless_async / s3 100 ms / 5 seconds / changelog_off" not in keys  # no state store to change
+    roles = {c.key: c.role for c in cells}
+    assert roles["dedup / s3 30 ms / 5 seconds"] == "fit"
+    assert roles["dedup / s3 10 ms / 5 seconds"] == "held-out"
+    assert roles["dedup / s3 30 ms / 30 seconds"] == "held-out"
+    assert roles["dedup / disk / 5 seconds"] == "baseline"
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (["--shapes", "joins"], "choose from"),
+        (["--delays", "fast"], "neither 'disk' nor a delay"),
+        (["--until", "25:99"], "not a UTC time"),
+        (["--runs", "0"], ""),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(bad, message):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(PROJECT_ROOT / "scripts" / "bench.py"),
+            "checkpoint-storage",
+            "--json",
+            "/tmp/x.json",
+            *bad,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def _run(shape: str, storage: str, run: int, stall: float, critical: int | None, duration: str = "5 seconds") -> dict:
+    storage_fields = (
+        None
+        if critical is None
+        else {
+            "requests_per_boundary": 9,
+            "requests_per_boundary_by_kind": {"PUT": 4, "COPY": 2, "DELETE": 2, "HEAD": 1},
+            "data_path_median": 6,
+            "critical_path_median": critical,
+        }
+    )
+    return {
+        "cell": vars(cs.Cell(shape, storage, duration)),
+        "run": run,
+        "seconds": 40.0,
+        "result": {
+            "p50_ms": 20.0,
+            "p99_ms": 300.0 + stall,
+            "max_ms": 400.0 + stall,
+            "stall_median_ms": stall,
+            "boundaries_crossed": 6,
+            "missing": 0,
+            "boundaries": [
+                {"split": {"planning_ms": 40, "offset_log_ms": 0, "commit_log_ms": 10, "state_upload_ms": None}}
+            ],
+            "storage": storage_fields,
+        },
+    }
+
+
+def test_rows_and_the_model_from_runs():
+    # 100 ms fixed + 4 sequential requests per boundary, held out at 10 ms (measured 150: off by 7 %).
+    done = [_run("dedup", "disk", 0, 90, None)]
+    for run in range(2):
+        done += [_run("dedup", d, run, 100 + 4 * float(d), 4) for d in ("0", "30", "100")]
+    done += [_run("dedup", "10", 0, 150, 4)]
+    every = cs.plan(["dedup"], ["disk", "0", "10", "30", "100"], list(cs.SECONDS), [])
+    rows = cs.assemble(done, every)
+    assert [r["key"] for r in rows] == [
+        "dedup / disk / 5 seconds",
+        "dedup / s3 0 ms / 5 seconds",
+        "dedup / s3 10 ms / 5 seconds",
+        "dedup / s3 30 ms / 5 seconds",
+        "dedup / s3 100 ms / 5 seconds",
+    ]
+    assert rows[4]["stall_ms"]["median"] == 500 and rows[4]["runs"] == 2
+    (model,) = cs.models(rows, done)
+    assert model["slope"] == pytest.approx(4.0) and model["fixed_ms"] == pytest.approx(100.0)
+    assert model["critical_path_counted"] == 4
+    (held,) = model["held_out"]
+    assert held["predicted_ms"] == 140 and held["error"] == pytest.approx(0.067, abs=0.001) and held["within_target"]
+    text = cs.markdown(
+        {
+            "rate": 1000.0,
+            "seconds": 40.0,
+            "warmup_s": 5.0,
+            "rows": rows,
+            "models": [model],
+            "done": done,
+            "versions": {"pyspark": "4.3.0"},
+            "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "x", "os": "Linux"},
+            "command": "python scripts/bench.py checkpoint-storage",
+            "started": "2026-11-27T13:00:00Z",
+            "timestamp": "2026-11-27T13:30:00Z",
+        }
+    )
+    assert "| dedup | S3, 100 ms/request | 2 |" in text
+    assert "7% ✓" in text
