@@ -91,12 +91,14 @@ def test_the_stall_split_reads_progress_phases_and_the_state_uploads_time():
         "duration_ms": {"commitOffsets": 12},
         "next_duration_ms": {"latestOffset": 30, "queryPlanning": 20, "walCommit": 0},
         "stall_in_area_ms": {"state": 95.0},
+        "state_commit_ms": 140,
     }
     assert checkpoint_requests.stall_split(boundary) == {
         "planning_ms": 50,
         "offset_log_ms": 0,
         "commit_log_ms": 12,
         "state_upload_ms": 95.0,
+        "state_commit_ms": 140,
     }
 
 

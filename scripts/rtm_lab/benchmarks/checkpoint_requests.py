@@ -156,7 +156,9 @@ def stall_split(boundary: dict) -> dict[str, float | None]:
     - planning: the next batch's `latestOffset` + `queryPlanning`;
     - offset log: the next batch's `walCommit` (0 when async progress tracking writes it off the query's thread);
     - commit log: this batch's `commitOffsets`;
-    - state upload: the time within the stall during which a state-store request ran (store runs only; None on disk).
+    - state upload: the time within the stall during which a state-store request ran (store runs only; None on disk);
+    - state commit: Spark's own `commitTimeMs` of the batch's state operators, summed over the tasks (which commit in
+      parallel), on disk and on the store alike.
     """
     now, nxt = boundary.get("duration_ms") or {}, boundary.get("next_duration_ms") or {}
     planning = None if not nxt else nxt.get("latestOffset", 0) + nxt.get("queryPlanning", 0)
@@ -166,4 +168,5 @@ def stall_split(boundary: dict) -> dict[str, float | None]:
         "offset_log_ms": nxt.get("walCommit") if nxt else None,
         "commit_log_ms": now.get("commitOffsets"),
         "state_upload_ms": state,
+        "state_commit_ms": boundary.get("state_commit_ms"),
     }

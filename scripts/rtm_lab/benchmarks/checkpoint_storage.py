@@ -232,7 +232,8 @@ def run_cell(cell: Cell, state: Any, rate: float, seconds: float) -> dict:
         result["storage"] = accounted
     for boundary in result["boundaries"]:
         storage = boundary.get("storage") or {}
-        boundary["split"] = checkpoint_requests.stall_split({**boundary, **storage})
+        commit = (result.get("state_commit_ms") or {}).get(str(boundary["batch"]))
+        boundary["split"] = checkpoint_requests.stall_split({**boundary, **storage, "state_commit_ms": commit})
     return slim(result)
 
 
@@ -254,12 +255,14 @@ def _spread(values: list) -> dict:
     return {"median": statistics.median(known), "min": min(known), "max": max(known), "n": len(known)}
 
 
+SPLIT_PARTS = ("planning_ms", "offset_log_ms", "commit_log_ms", "state_upload_ms", "state_commit_ms")
+
+
 def _split_medians(result: dict) -> dict[str, float | None]:
     """The median of each split part over a run's boundaries."""
-    parts = ("planning_ms", "offset_log_ms", "commit_log_ms", "state_upload_ms")
     return {
         part: _spread([b["split"].get(part) for b in result.get("boundaries", []) if b.get("split")])["median"]
-        for part in parts
+        for part in SPLIT_PARTS
     }
 
 
@@ -281,10 +284,7 @@ def cell_row(cell: Cell, runs: list[dict]) -> dict:
         "stall_ms": _spread([r.get("stall_median_ms") for r in results]),
         "boundaries": sum(r.get("boundaries_crossed") or 0 for r in results),
         "missing": sum(r.get("missing") or 0 for r in results),
-        "split_ms": {
-            part: _spread([_split_medians(r)[part] for r in results])["median"]
-            for part in ("planning_ms", "offset_log_ms", "commit_log_ms", "state_upload_ms")
-        },
+        "split_ms": {part: _spread([_split_medians(r)[part] for r in results])["median"] for part in SPLIT_PARTS},
         "requests_per_boundary": _spread([s.get("requests_per_boundary") for s in storage]),
         "requests_by_kind": {
             k: _spread([(s.get("requests_per_boundary_by_kind") or {}).get(k, 0) for s in storage if s])["median"]
@@ -363,7 +363,15 @@ def _where(row: dict) -> str:
 
 
 LATENCY_HEADER = ["shape", "storage", "runs", "p50 ms", "p99 ms", "max ms", "stall per boundary ms", "critical path"]
-SPLIT_HEADER = ["shape", "storage", "planning ms", "offset log ms", "commit log ms", "state upload ms"]
+SPLIT_HEADER = [
+    "shape",
+    "storage",
+    "planning ms",
+    "offset log ms",
+    "commit log ms",
+    "state upload ms",
+    "state commit ms (summed over tasks)",
+]
 KINDS = ("PUT", "GET", "HEAD", "LIST", "COPY", "DELETE", "MULTIPART")
 MODEL_HEADER = [
     "shape",
@@ -437,7 +445,7 @@ def markdown(result: dict) -> str:
             "<!-- section: split -->",
             "Where the stall goes (median per boundary; the state upload is the time a state request ran inside the stall):",
             "",
-            markdown_table(SPLIT_HEADER, split, ["", ""] + ["right"] * 4),
+            markdown_table(SPLIT_HEADER, split, ["", ""] + ["right"] * 5),
             "<!-- section: requests -->",
             "Requests per boundary by kind (median), and how many of them overlapped the stall (data path):",
             "",
