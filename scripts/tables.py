@@ -133,7 +133,7 @@ def _checkpoint_storage(results: Path) -> str:
 
     path = results / "checkpoint-storage.json"
     if not path.is_file():
-        return generated_note("python scripts/tables.py checkpoint-storage") + "\n\n" + checkpoint_storage.PLACEHOLDER
+        return checkpoint_storage.placeholder()
     return checkpoint_storage.markdown(json.loads(path.read_text()))
 
 

@@ -432,41 +432,58 @@ def markdown(result: dict) -> str:
                 ]
             )
     right = ["", ""] + ["right"] * 6
-    return "\n".join(
-        [
-            generated_note("python scripts/tables.py checkpoint-storage"),
+    sections = {
+        "latency": [
+            f"Kafka -> Kafka at **{result['rate']:,.0f} events/s**, real-time mode; {result['seconds']:g} s of "
+            f"production per run at the {BATCH_DURATION} batch duration (the first {result['warmup_s']:g} s left out); "
+            "median over the runs, range in brackets. Stall: the longest gap in records out at a boundary, minus the "
+            "normal gap.",
             "",
-            f"Kafka -> Kafka at **{result['rate']:,.0f} events/s**, real-time mode; {result['seconds']:g} s of production "
-            f"per run at the {BATCH_DURATION} batch duration (the first {result['warmup_s']:g} s left out); median over the "
-            "runs, range in brackets. Stall: the longest gap in records out at a boundary, minus the normal gap.",
-            "",
-            "<!-- section: latency -->",
             markdown_table(LATENCY_HEADER, latency, right),
-            "<!-- section: split -->",
-            "Where the stall goes (median per boundary; the state upload is the time a state request ran inside the stall):",
+        ],
+        "split": [
+            "Where the stall goes (median per boundary; the state upload is the time a state request ran inside the "
+            "stall):",
             "",
             markdown_table(SPLIT_HEADER, split, ["", ""] + ["right"] * 5),
-            "<!-- section: requests -->",
+        ],
+        "requests": [
             "Requests per boundary by kind (median), and how many of them overlapped the stall (data path):",
             "",
             markdown_table(["shape", "storage", *KINDS, "data path"], kinds, ["", ""] + ["right"] * 8),
-            "<!-- section: model -->",
+        ],
+        "model": [
             f"The model, fitted per shape on the runs at {', '.join(map(str, FIT_DELAYS_MS))} ms per request; "
             f"held-out error against the {checkpoint_model.TARGET_ERROR:.0%} target:",
             "",
             markdown_table(MODEL_HEADER, model_rows, ["", "right", "right", "right", "", "right", "right", "right"]),
-            "<!-- section: evidence -->",
-            *record_lines(
-                result, "`local[2]` stateless, `local[4]` stateful; 2 partitions per topic", runs=len(result["done"])
-            ),
-            "",
-        ]
-    )
+        ],
+        "evidence": record_lines(
+            result, "`local[2]` stateless, `local[4]` stateful; 2 partitions per topic", runs=len(result["done"])
+        ),
+    }
+    return _document(sections)
+
+
+SECTIONS = ("latency", "split", "requests", "model", "evidence")
+
+
+def _document(sections: dict[str, list[str]]) -> str:
+    """The generated file: each section between snippet markers, so the page includes them by name."""
+    lines = [generated_note("python scripts/tables.py checkpoint-storage"), ""]
+    for name in SECTIONS:
+        lines += [f"--8<-- [start:{name}]", *sections[name], f"--8<-- [end:{name}]"]
+    return "\n".join(lines) + "\n"
+
+
+def placeholder() -> str:
+    """The file before the benchmark has run: every section the page includes, each saying how to measure it."""
+    return _document({name: [PLACEHOLDER] for name in SECTIONS})
 
 
 PLACEHOLDER = (
-    "No checkpoint-storage results yet: `python scripts/bench.py checkpoint-storage --json "
-    "docs/results/checkpoint-storage.json` measures them (about 90 minutes on a quiet machine).\n"
+    "Not measured yet: `python scripts/bench.py checkpoint-storage --json docs/results/checkpoint-storage.json` "
+    "measures it: 84 runs of one to three minutes each, on a quiet machine."
 )
 
 
