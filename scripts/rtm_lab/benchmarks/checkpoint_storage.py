@@ -483,7 +483,7 @@ def placeholder() -> str:
 
 PLACEHOLDER = (
     "Not measured yet: `python scripts/bench.py checkpoint-storage --json docs/results/checkpoint-storage.json` "
-    "measures it: 84 runs of one to three minutes each, on a quiet machine."
+    "measures it: 72 runs of one to three minutes each, on a quiet machine."
 )
 
 
