@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from rtm_lab import kafka, ports, postgres, processes, s3store
+from rtm_lab import kafka, ports, postgres, processes, s3_proxy, s3store
 from rtm_lab.errors import LabError, redact
 from rtm_lab.monitoring import prometheus
 from rtm_lab.paths import make_private_dir, state_dir, write_private
@@ -61,6 +61,8 @@ class LabState:
     postgres: Service = field(default_factory=lambda: Service("postgres"))
     prometheus: Service = field(default_factory=lambda: Service("prometheus"))
     s3: Service = field(default_factory=lambda: Service("s3"))
+    # The delay proxy in front of the store (rtm_lab.s3_proxy): started and stopped with it.
+    s3_proxy: Service = field(default_factory=lambda: Service("s3-proxy"))
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -99,6 +101,8 @@ def _load() -> LabState:
             state.prometheus = _service(raw["prometheus"])
         if "s3" in raw:
             state.s3 = _service(raw["s3"])
+        if "s3-proxy" in raw:
+            state.s3_proxy = _service(raw["s3-proxy"])
         return state
     except (OSError, ValueError, KeyError, TypeError):
         return LabState()
@@ -111,7 +115,7 @@ def recorded() -> LabState:
 
 def _save(state: LabState) -> None:
     saved = {}
-    for service in (state.kafka, state.postgres, state.prometheus, state.s3):
+    for service in (state.kafka, state.postgres, state.prometheus, state.s3, state.s3_proxy):
         # An external service's address comes from the environment each time; it may carry a password.
         saved[service.name] = asdict(Service(service.name, external=True) if service.external else service)
     make_lab_dir()
@@ -352,6 +356,41 @@ def _s3_up(state: LabState, log, spawned: set[str]) -> None:
     log(f"s3        ready at {address} (pid {state.s3.pid}), bucket {s3store.BUCKET}; log {s3store.log_path()}")
 
 
+def _lab_proxy(previous: Service) -> tuple[int | None, str]:
+    """The delay proxy this lab folder runs, as (pid, start token), or (None, "")."""
+    marker = s3_proxy.marker()
+    if processes.is_ours(previous.pid, previous.started, marker):
+        return previous.pid, previous.started
+    found = processes.find(marker)
+    return (found[0], processes.start_time(found[0])) if found else (None, "")
+
+
+def _s3_proxy_up(state: LabState, log, spawned: set[str]) -> None:
+    """The delay proxy in front of the running store, at no delay until a benchmark sets one."""
+    previous = state.s3_proxy
+    pid, started = _lab_proxy(previous)
+    if pid is not None:
+        port = s3_proxy.configured_port() or previous.port
+        state.s3_proxy = Service("s3-proxy", s3store.endpoint(port or 0), pid, port, running=True, started=started)
+        log(f"s3-proxy  already running at {state.s3_proxy.address} (pid {pid})")
+        return
+    assert state.s3.port is not None  # started just before
+    port = ports.choose(None, "", previous.port, avoid={state.s3.port})
+    address = s3store.endpoint(port)
+
+    def record(new_pid: int) -> None:
+        spawned.add("s3-proxy")
+        state.s3_proxy = Service("s3-proxy", address, new_pid, port, started=processes.start_time(new_pid))
+        _save(state)
+
+    s3_proxy.start(port, state.s3.port, on_spawn=record)
+    state.s3_proxy.running = True
+    _save(state)
+    log(
+        f"s3-proxy  delay proxy ready at {address} (pid {state.s3_proxy.pid}); requests logged to {s3_proxy.log_path()}"
+    )
+
+
 def up(log=print, with_services: Collection[str] = frozenset()) -> tuple[LabState, set[str]]:
     """Start what is not running; return the state and the names of services this call started.
 
@@ -382,6 +421,7 @@ def up(log=print, with_services: Collection[str] = frozenset()) -> tuple[LabStat
                 _prometheus_up(state, log, spawned)
             if "s3" in with_services:
                 _s3_up(state, log, spawned)
+                _s3_proxy_up(state, log, spawned)
         except BaseException:
             _save(state)
             if spawned:
@@ -423,6 +463,13 @@ def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
             state.prometheus = Service("prometheus", port=recorded.port)
             if purge:
                 shutil.rmtree(prometheus.root(), ignore_errors=True)
+        if only is None or "s3" in only or "s3-proxy" in only:
+            recorded = state.s3_proxy
+            marker = s3_proxy.marker()
+            for pid in {p for p in [_lab_proxy(recorded)[0], *processes.find(marker)] if p}:
+                log(f"s3-proxy  stopping (pid {pid})")
+                processes.stop(pid, marker=marker)
+            state.s3_proxy = Service("s3-proxy", port=recorded.port)
         if only is None or "s3" in only:
             recorded = state.s3
             marker = s3store.marker()
@@ -485,6 +532,11 @@ def status() -> LabState:
     store.running = bool(store.pid) and s3store.answers(store.port)
     if store.pid and not store.running:
         store.detail = "running but not answering"
+    proxy = state.s3_proxy
+    proxy.pid, proxy.started = _lab_proxy(proxy)
+    proxy.port = s3_proxy.configured_port() if proxy.pid else proxy.port
+    proxy.address = s3store.endpoint(proxy.port) if proxy.pid and proxy.port else ""
+    proxy.running = bool(proxy.pid) and s3_proxy.answers(proxy.port)
     return state
 
 
@@ -530,7 +582,7 @@ def env_exports(state: LabState, spark_conf: Path | None = None) -> str:
 def describe(state: LabState) -> str:
     rows = []
     # Prometheus and the object store run only on request: listed when they run or were started before.
-    optional = [s for s in (state.prometheus, state.s3) if s.pid or s.running]
+    optional = [s for s in (state.prometheus, state.s3, state.s3_proxy) if s.pid or s.running]
     for service in (state.kafka, state.postgres, *optional):
         where = redact(service.address) if service.address else "-"
         how = "external" if service.external else (f"pid {service.pid}" if service.pid else "")

@@ -330,6 +330,15 @@ def answers(port: int | None) -> bool:
     return False
 
 
+def configured_port() -> int | None:
+    """The port the running proxy was started with, read from its own command line."""
+    for pid in processes.find(marker()):
+        for argument in processes.arguments(pid):
+            if argument.startswith("--port="):
+                return int(argument.split("=", 1)[1])
+    return None
+
+
 def start(port: int, upstream_port: int, on_spawn) -> int:
     """Start the proxy on 127.0.0.1:port in front of the store on `upstream_port`, at no delay; `on_spawn(pid)`
     records it at once."""

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from rtm_lab.intervals import interval_ms  # noqa: F401  (re-exported: the benchmarks read intervals through here)
 
-# A gap must start this close to the boundary's anchor (tasks end, else batch end) to be the boundary's stall.
+# A gap must start this close to the boundary's anchor (tasks end, else the batch's end less its commit log write, which
+# follows the tasks when progress tracking is synchronous) to be the boundary's stall.
 WINDOW_BEFORE_MS = 2000
 WINDOW_AFTER_MS = 1000
 
@@ -65,6 +66,14 @@ class Batch:
         start_ms = epoch_ms(progress["timestamp"])
         assert start_ms is not None  # every progress event has a timestamp
         return cls(int(progress["batchId"]), start_ms, dict(progress.get("durationMs") or {}))
+
+
+def tasks_end_from_progress(batch: Batch) -> int | None:
+    """When batch's tasks ended, from progress alone: its end less its commit log write (`commitOffsets`), which
+    runs after the tasks when progress tracking is synchronous (and is near 0 when it is asynchronous). On a slow
+    store the write takes seconds, so the batch's end alone would place the boundary after its stall began."""
+    end = batch.end_ms
+    return None if end is None else end - int(batch.duration_ms.get("commitOffsets", 0))
 
 
 def normal_gap_ms(out_ts: Sequence[int]) -> float | None:
@@ -123,7 +132,7 @@ def analyse(
     result: dict = {"normal_gap_ms": normal, "boundaries": []}
     for batch in sorted(batches, key=lambda b: b.batch_id):
         tasks_end = jobs.get(batch.batch_id, {}).get("tasks_end")
-        anchor = tasks_end if tasks_end is not None else batch.end_ms
+        anchor = tasks_end if tasks_end is not None else tasks_end_from_progress(batch)
         if anchor is None or not steady_from_ms + WINDOW_BEFORE_MS <= anchor <= steady_to - WINDOW_AFTER_MS:
             continue  # records must flow on both sides of a boundary for its stall to mean anything
         gap = longest_gap(out_ts, anchor - WINDOW_BEFORE_MS, anchor + WINDOW_AFTER_MS)

@@ -6,8 +6,8 @@ what the boundary observer recorded (rtm_lab.benchmarks.boundary_observer), so i
 - A request belongs to the run whose checkpoint folder its key holds (each run checkpoints to a folder of its own).
 - Its *area* is the checkpoint's subfolder: `offsets` (offset log), `commits` (commit log), `state` (state store
   files), anything else `metadata` (the query's metadata file, source metadata).
-- Boundary k's *cycle* runs from WINDOW_BEFORE_MS before batch k's end (its tasks' end when the UI gave it) to the same
-  point before batch k + 1's end: every request of the run falls in one cycle, background ones included.
+- Boundary k's *cycle* runs from WINDOW_BEFORE_MS before batch k's tasks ended (from the UI, else from progress) to
+  the same point before batch k + 1's: every request of the run falls in one cycle, background ones included.
 - Its *data path* is the requests that overlap the stall, from the last record out before the boundary to the first
   one after it: while they run, no record comes out.
 - The *critical path* is the longest chain of data-path requests that ran one after another (none overlapping the
@@ -18,7 +18,7 @@ what the boundary observer recorded (rtm_lab.benchmarks.boundary_observer), so i
 import statistics
 from collections.abc import Iterable, Sequence
 
-from rtm_lab.benchmarks.boundaries import WINDOW_BEFORE_MS
+from rtm_lab.benchmarks.boundaries import WINDOW_BEFORE_MS, Batch, tasks_end_from_progress
 
 AREAS = ("offsets", "commits", "state", "metadata")
 AREA_NAMES = {"offsets": "offset log", "commits": "commit log", "state": "state store", "metadata": "metadata"}
@@ -118,9 +118,9 @@ def account(requests: Sequence[dict], observed: dict) -> dict:
     """
     anchors: dict[int, float] = {}
     for p in observed.get("progress", []):
-        took = p["duration_ms"].get("triggerExecution")
-        if took is not None:
-            anchors[p["batch"]] = p["start_ms"] + took
+        end = tasks_end_from_progress(Batch(p["batch"], p["start_ms"], p["duration_ms"]))
+        if end is not None:
+            anchors[p["batch"]] = end
     for b in observed.get("boundaries", []):
         anchors[b["batch"]] = b["at_ms"]  # the tasks' end when the UI gave it: the observer's own anchor
     by_cycle = cycles(requests, anchors)

@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rtm_lab import cli
+from rtm_lab import cli, s3a
 from rtm_lab.benchmarks import checkpoint_model, checkpoint_requests
 from rtm_lab.generated import generated_note, markdown_table
 
 ASYNC_BY_DEFAULT = "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
-STREAM_FILE_MANAGER = "org.apache.spark.internal.io.cloud.AbortableStreamBasedCheckpointFileManager"
 BATCH_DURATION = "5 seconds"
 HELD_OUT_BATCH_DURATION = "30 seconds"
 FIT_DELAYS_MS = (0, 30, 100)
@@ -73,7 +72,7 @@ VARIANTS = {
     "changelog_off": ("RocksDB changelog checkpointing off (a snapshot upload per batch)", {CHANGELOG: "false"}),
     "file_manager": (
         "the stream-based checkpoint file manager of spark-hadoop-cloud",
-        {FILE_MANAGER: STREAM_FILE_MANAGER},
+        {FILE_MANAGER: s3a.STREAM_FILE_MANAGER},
     ),
 }
 
@@ -196,13 +195,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # ---------------------------------------------------------------- one run
 
 
-def store_conf(state: Any) -> tuple[str, dict]:
-    """(checkpoint root URI, Spark settings) for a checkpoint on the lab's S3 store, reached through the proxy."""
-    from rtm_lab import s3store
-
-    return s3store.checkpoint_root(state), s3store.spark_conf(state, via_proxy=True)
-
-
 def run_cell(cell: Cell, state: Any, rate: float, seconds: float) -> dict:
     """One run of a cell in its own Spark session (rtm_lab.benchmarks.latency_child), its requests accounted."""
     from rtm_lab import s3_proxy
@@ -212,9 +204,8 @@ def run_cell(cell: Cell, state: Any, rate: float, seconds: float) -> dict:
     conf = {**shape.spark_conf, **(VARIANTS[cell.variant][1] if cell.variant else {})}
     extra = ["--observe-boundaries"]
     if cell.delay_ms is not None:
-        root, store = store_conf(state)
-        conf = {**store, **conf}
-        extra += ["--checkpoint-root", root]
+        # Through the proxy, which holds each request for the cell's delay before it forwards it to the store.
+        extra += ["--checkpoint-store", state.s3_proxy.address]
         s3_proxy.set_delay(s3_proxy.control_path(), cell.delay_ms)
     for key, value in conf.items():
         extra += ["--spark-conf", f"{key}={value}"]

@@ -252,6 +252,22 @@ def slot_need(query) -> dict | None:
     return {"source": need.source_tasks, "shuffle": list(need.shuffle_tasks), "total": need.total}
 
 
+CHECKPOINT_PREFIX = "bench"
+
+
+def object_store_conf(endpoint: str, spark_conf: dict) -> dict:
+    """The S3A settings and jars for checkpoints on the lab's store at `endpoint`. The keys are read here from the
+    lab's credentials file, never passed on a command line; the stream-based checkpoint file manager's jar is added
+    when `spark_conf` names that manager."""
+    from rtm_lab import s3a, s3store
+    from rtm_lab.spark import session_jars
+
+    stream = spark_conf.get("spark.sql.streaming.checkpointFileManagerClass") == s3a.STREAM_FILE_MANAGER
+    store = s3a.Store(endpoint, s3store.BUCKET, s3store.credentials())
+    jars = [spark_conf.get("spark.jars") or session_jars(), *(str(p) for p in s3a.s3a_jars(stream))]
+    return {**s3a.spark_conf(store, stream), "spark.jars": ",".join(jars)}
+
+
 def open_session(name: str, pipeline: "Pipeline", spark_conf: dict | None, gc_log: str | None, observe: bool):
     """The session a pipeline's runs need: its settings, then `spark_conf`, a GC log and the UI if asked."""
     from rtm_lab.benchmarks import tail_sources
@@ -308,7 +324,7 @@ def run_mode(
     monitor_prom_port: int | None = None,
     settle_s: float | None = None,
     spark: Any = None,
-    checkpoint_root: str | None = None,
+    checkpoint_store: str | None = None,
 ) -> dict:
     """One mode's run: in a session of its own (stopped at the end), or in `spark`, a session `open_session` made for
     this pipeline (left running, for the next mode)."""
@@ -323,14 +339,17 @@ def run_mode(
     own_session = spark is None
     if own_session:
         began = time.monotonic()
-        spark = open_session(f"bench-latency-{mode}", pipeline, spark_conf, gc_log, observe)
+        store_conf = object_store_conf(checkpoint_store, spark_conf or {}) if checkpoint_store else {}
+        spark = open_session(f"bench-latency-{mode}", pipeline, {**(spark_conf or {}), **store_conf}, gc_log, observe)
         say(f"spark session up in {time.monotonic() - began:.1f}s; starting the query")
     query = reader = monitor = None
-    # A root URI (s3a://...) puts the checkpoint in a folder of its own there, left in place: the storage accounting
-    # tells this run's requests from others' by the folder's name.
-    if checkpoint_root:
+    # On the object store the checkpoint gets a folder of its own, left in place: the storage accounting tells this
+    # run's requests from others' by the folder's name.
+    if checkpoint_store:
+        from rtm_lab import s3store
+
         folder = topics.unique_name(f"ckpt-{mode}")
-        checkpoint = f"{checkpoint_root.rstrip('/')}/{folder}"
+        checkpoint = f"s3a://{s3store.BUCKET}/{CHECKPOINT_PREFIX}/{folder}"
     else:
         checkpoint = tempfile.mkdtemp(prefix="bench-lat-ckpt-")
         folder = Path(checkpoint).name
@@ -485,7 +504,7 @@ def run_mode(
             query.stop()
         if own_session:
             spark.stop()
-        if not checkpoint_root:
+        if not checkpoint_store:
             shutil.rmtree(checkpoint, ignore_errors=True)  # a run leaves nothing in /tmp
         for name in (source, sink):
             topics.delete_topic(bootstrap, name)
@@ -530,7 +549,10 @@ def child_main(argv: list[str] | None = None) -> int:
         "--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting for the session"
     )
     parser.add_argument(
-        "--checkpoint-root", help="checkpoint under this URI (s3a://bucket/prefix), a folder per run; default: /tmp"
+        "--checkpoint-store",
+        metavar="ENDPOINT",
+        help="checkpoint on the lab's object store reached at this endpoint (the store or its delay proxy), a folder "
+        "per run; default: /tmp",
     )
     parser.add_argument("--gc-log", help="write the Spark JVM's GC log here and record its pauses in the result")
     parser.add_argument(
@@ -575,7 +597,7 @@ def child_main(argv: list[str] | None = None) -> int:
         args.gc_log,
         args.monitor_prom_port,
         settle.get(mode),
-        checkpoint_root=args.checkpoint_root,
+        checkpoint_store=args.checkpoint_store,
     )
     Path(args.out).write_text(json.dumps(result))
     return 0

@@ -1,0 +1,67 @@
+"""Checkpoint storage and tail latency (docs/guides/checkpoint-storage.md): a real real-time query checkpoints on the
+lab's S3 store through the delay proxy, every request held DELAY_MS, and the proxy's log says what one batch boundary
+asks of the store.
+
+The query is the stateless Kafka -> Kafka passthrough with progress tracking synchronous (async off), the case whose
+boundary writes both metadata logs while no record comes out. The request counts are exact: each log write is the
+same sequence of requests from Hadoop's S3A connector. The stall is bounded below, not timed against another run.
+"""
+
+from collections.abc import Iterator
+
+import pytest
+
+from rtm_lab import lab as lab_module
+from rtm_lab import s3_proxy
+from rtm_lab.benchmarks import checkpoint_requests
+from rtm_lab.benchmarks import latency_child as latency
+from rtm_lab.benchmarks.checkpoint_storage import ASYNC_BY_DEFAULT
+from rtm_lab.lab import LabState
+
+DELAY_MS = 100
+# One metadata log file (offsets/N or commits/N) written through S3A with Spark's default checkpoint file manager:
+# write a temporary file, then rename it, and a rename on S3 is a COPY and a DELETE. The HEADs and LISTs are S3A's
+# existence checks (the file, its folder, the temporary file), asked again around the write and the rename.
+ONE_LOG_WRITE = {"PUT": 1, "COPY": 1, "DELETE": 1, "HEAD": 12, "LIST": 9}
+
+
+@pytest.fixture(scope="module")
+def s3_lab(lab) -> Iterator[LabState]:
+    """The lab with its object store and delay proxy; stopped after the module if this fixture started them."""
+    state, started = lab_module.up(log=print, with_services={"s3"})
+    yield state
+    if started:
+        lab_module.down(only=started, log=print)
+
+
+@pytest.mark.slow
+@pytest.mark.timing
+def test_a_synchronous_boundary_waits_for_two_log_writes_of_24_requests_in_a_row(s3_lab):
+    s3_proxy.set_delay(s3_proxy.control_path(), DELAY_MS)
+    try:
+        extra = ["--observe-boundaries", "--checkpoint-store", s3_lab.s3_proxy.address]
+        extra += ["--spark-conf", f"{ASYNC_BY_DEFAULT}=false"]
+        result = latency.run_child(
+            "realtime", s3_lab.kafka_bootstrap, 200.0, 16.0, 1.0, latency.settings("5 seconds"), None, extra
+        )
+    finally:
+        s3_proxy.set_delay(s3_proxy.control_path(), 0)
+    assert result["engine"] == "MicroBatchExecution"  # async progress tracking off
+    assert result["missing"] == 0
+    lo, hi = result["run_span_ms"]
+    requests = checkpoint_requests.of_run(
+        s3_proxy.read_log(s3_proxy.log_path(), lo, hi + 1), result["checkpoint_folder"]
+    )
+    boundaries = checkpoint_requests.account(requests, result)["per_boundary"]
+    assert boundaries, f"no boundary had records out on both sides: {result['progress']}"
+    for b in boundaries:
+        # The boundary's cycle: batch k's commit log and batch k + 1's offset log, nothing else.
+        assert b["by_area"]["commits"] == ONE_LOG_WRITE
+        assert b["by_area"]["offsets"] == ONE_LOG_WRITE
+        assert b["by_area"]["state"] == {} and b["by_area"]["metadata"] == {}
+        assert b["requests"] == 48
+        # All 48 ran inside the stall, one after another: the driver's thread writes the logs in turn.
+        assert b["data_path"] == 48
+        assert b["critical_path"] == 48
+        # Each of them waited DELAY_MS before the store saw it, so the stall holds at least half of that chain.
+        assert b["stall_ms"] >= 0.5 * b["critical_path"] * DELAY_MS
