@@ -37,17 +37,15 @@ def s3_lab(lab) -> Iterator[LabState]:
 @pytest.mark.slow
 @pytest.mark.timing
 def test_a_synchronous_boundary_waits_for_two_log_writes_of_24_requests_in_a_row(s3_lab):
-    s3_proxy.set_delay(s3_proxy.control_path(), DELAY_MS)
-    try:
-        extra = ["--observe-boundaries", "--checkpoint-store", s3_lab.s3_proxy.address]
-        extra += ["--spark-conf", f"{ASYNC_BY_DEFAULT}=false"]
-        result = latency.run_child(
-            "realtime", s3_lab.kafka_bootstrap, 200.0, 16.0, 1.0, latency.settings("5 seconds"), None, extra
-        )
-    finally:
-        s3_proxy.set_delay(s3_proxy.control_path(), 0)
+    # The child sets the delay once the query has started (its start-up makes a hundred requests or more).
+    extra = ["--observe-boundaries", "--checkpoint-store", s3_lab.s3_proxy.address, "--store-delay-ms", str(DELAY_MS)]
+    extra += ["--spark-conf", f"{ASYNC_BY_DEFAULT}=false"]
+    result = latency.run_child(
+        "realtime", s3_lab.kafka_bootstrap, 200.0, 16.0, 1.0, latency.settings("5 seconds"), None, extra
+    )
     assert result["engine"] == "MicroBatchExecution"  # async progress tracking off
     assert result["missing"] == 0
+    assert result["store_delay_ms"] == DELAY_MS
     lo, hi = result["run_span_ms"]
     requests = checkpoint_requests.of_run(
         s3_proxy.read_log(s3_proxy.log_path(), lo, hi + 1), result["checkpoint_folder"]

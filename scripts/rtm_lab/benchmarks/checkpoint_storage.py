@@ -205,8 +205,8 @@ def run_cell(cell: Cell, state: Any, rate: float, seconds: float) -> dict:
     extra = ["--observe-boundaries"]
     if cell.delay_ms is not None:
         # Through the proxy, which holds each request for the cell's delay before it forwards it to the store.
-        extra += ["--checkpoint-store", state.s3_proxy.address]
-        s3_proxy.set_delay(s3_proxy.control_path(), cell.delay_ms)
+        extra += ["--checkpoint-store", state.s3_proxy.address, "--store-delay-ms", f"{cell.delay_ms:g}"]
+        s3_proxy.set_delay(s3_proxy.control_path(), 0)
     for key, value in conf.items():
         extra += ["--spark-conf", f"{key}={value}"]
     cfg = latency.settings(cell.batch_duration, pipeline=shape.pipeline)

@@ -325,6 +325,7 @@ def run_mode(
     settle_s: float | None = None,
     spark: Any = None,
     checkpoint_store: str | None = None,
+    store_delay_ms: float | None = None,
 ) -> dict:
     """One mode's run: in a session of its own (stopped at the end), or in `spark`, a session `open_session` made for
     this pipeline (left running, for the next mode)."""
@@ -365,6 +366,13 @@ def run_mode(
         except Exception as exc:  # a mode this Spark version refuses is a result, not a crash of the benchmark
             say(f"the query failed: {error_class(exc)}")
             return {"n": 0, "missing": None, "error": error_class(exc)}
+        if store_delay_ms is not None:
+            # Only now: the query's start-up (its metadata, the first batch's logs) makes a hundred requests or more,
+            # minutes at the delays measured, and is not what a run measures.
+            from rtm_lab import s3_proxy
+
+            s3_proxy.set_delay(s3_proxy.control_path(), store_delay_ms)
+            say(f"store requests now held {store_delay_ms:g} ms each by the delay proxy")
         say(f"priming events delivered after {first:.1f}s; producing {rate:.0f} events/s for {seconds:.0f}s")
         slots = slot_need(query)
         if monitor_prom_port is not None:  # the latency monitor beside the query, as a user runs it
@@ -458,6 +466,7 @@ def run_mode(
             slots_needed=slots,
             checkpoint_folder=folder,
             run_span_ms=[round(query_started_ms), round(time.time() * 1000)],
+            store_delay_ms=store_delay_ms,
         )
         # What the tail is made of, as far as the machine can tell: GC pauses (with --gc-log) and generator lag.
         wall_start_ms = wall_t0 * 1000
@@ -496,6 +505,10 @@ def run_mode(
         say(f"done: {percentiles.format_summary(result)}  missing={result['missing']}")
         return result
     finally:
+        if store_delay_ms is not None:
+            from rtm_lab import s3_proxy
+
+            s3_proxy.set_delay(s3_proxy.control_path(), 0)
         if monitor is not None:
             monitor.stop()
         if reader is not None:
@@ -554,6 +567,12 @@ def child_main(argv: list[str] | None = None) -> int:
         help="checkpoint on the lab's object store reached at this endpoint (the store or its delay proxy), a folder "
         "per run; default: /tmp",
     )
+    parser.add_argument(
+        "--store-delay-ms",
+        type=cli.non_negative_float,
+        help="with --checkpoint-store through the lab's delay proxy: hold each request this long, from the moment the "
+        "first batch delivered the priming events (0 before and after the run)",
+    )
     parser.add_argument("--gc-log", help="write the Spark JVM's GC log here and record its pauses in the result")
     parser.add_argument(
         "--monitor-prom-port", type=int, help="run the latency monitor beside the query, scraped by this Prometheus"
@@ -598,6 +617,7 @@ def child_main(argv: list[str] | None = None) -> int:
         args.monitor_prom_port,
         settle.get(mode),
         checkpoint_store=args.checkpoint_store,
+        store_delay_ms=args.store_delay_ms,
     )
     Path(args.out).write_text(json.dumps(result))
     return 0
