@@ -88,8 +88,8 @@ def test_a_boundary_counts_its_cycle_and_the_requests_inside_its_stall():
 
 def test_the_stall_split_reads_progress_phases_and_the_state_uploads_time():
     boundary = {
-        "duration_ms": {"commitOffsets": 12},
-        "next_duration_ms": {"latestOffset": 30, "queryPlanning": 20, "walCommit": 0},
+        "duration_ms": {"walCommit": 0, "commitOffsets": 12},
+        "next_duration_ms": {"latestOffset": 30, "queryPlanning": 20, "walCommit": 7},
         "stall_in_area_ms": {"state": 95.0},
         "state_commit_ms": 140,
     }

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from rtm_lab.intervals import interval_ms  # noqa: F401  (re-exported: the benchmarks read intervals through here)
 
-# A gap must start this close to the boundary's anchor (tasks end, else the batch's end less its commit log write, which
-# follows the tasks when progress tracking is synchronous) to be the boundary's stall.
+# A gap must start this close to the boundary's anchor (tasks end, else the batch's end less its log writes, which
+# follow the tasks: tasks_end_from_progress) to be the boundary's stall.
 WINDOW_BEFORE_MS = 2000
 WINDOW_AFTER_MS = 1000
 
@@ -69,11 +69,14 @@ class Batch:
 
 
 def tasks_end_from_progress(batch: Batch) -> int | None:
-    """When batch's tasks ended, from progress alone: its end less its commit log write (`commitOffsets`), which
-    runs after the tasks when progress tracking is synchronous (and is near 0 when it is asynchronous). On a slow
-    store the write takes seconds, so the batch's end alone would place the boundary after its stall began."""
+    """When batch's tasks ended, from progress alone: its end less the two log writes that follow the tasks in
+    real-time mode, the offset log's (`walCommit`: a real-time batch's end offsets are known only when its tasks end)
+    and the commit log's (`commitOffsets`). Both are near 0 when progress tracking is asynchronous; on a slow store
+    they take seconds, so the batch's end alone would place the boundary after its stall began."""
     end = batch.end_ms
-    return None if end is None else end - int(batch.duration_ms.get("commitOffsets", 0))
+    if end is None:
+        return None
+    return end - int(batch.duration_ms.get("walCommit", 0)) - int(batch.duration_ms.get("commitOffsets", 0))
 
 
 def normal_gap_ms(out_ts: Sequence[int]) -> float | None:

@@ -154,7 +154,8 @@ def stall_split(boundary: dict) -> dict[str, float | None]:
     """Where a boundary's stall went, from Spark's progress (driver-side phases) and, on the store, from the proxy.
 
     - planning: the next batch's `latestOffset` + `queryPlanning`;
-    - offset log: the next batch's `walCommit` (0 when async progress tracking writes it off the query's thread);
+    - offset log: this batch's `walCommit` (in real-time mode the offset log is written when the tasks end, since a
+      batch's end offsets are known only then; near 0 when async progress tracking writes it off the query's thread);
     - commit log: this batch's `commitOffsets`;
     - state upload: the time within the stall during which a state-store request ran (store runs only; None on disk);
     - state commit: Spark's own `commitTimeMs` of the batch's state operators, summed over the tasks (which commit in
@@ -165,7 +166,7 @@ def stall_split(boundary: dict) -> dict[str, float | None]:
     state = boundary.get("stall_in_area_ms", {}).get("state")
     return {
         "planning_ms": planning,
-        "offset_log_ms": nxt.get("walCommit") if nxt else None,
+        "offset_log_ms": now.get("walCommit"),
         "commit_log_ms": now.get("commitOffsets"),
         "state_upload_ms": state,
         "state_commit_ms": boundary.get("state_commit_ms"),
