@@ -116,6 +116,10 @@ def test_the_model_recovers_fixed_part_and_slope_and_judges_held_out_points():
 
 
 def test_the_readers_arithmetic():
+    """The page's worked example and its requests-per-day table (48 requests per boundary)."""
+    assert checkpoint_model.stall_for(fixed_ms=0, critical_path=48, latency_ms=20) == 960
     assert checkpoint_model.stall_for(fixed_ms=100, critical_path=6, latency_ms=25) == 250
-    assert checkpoint_model.requests_per_day(requests_per_boundary=12, batch_duration_s=5) == 207_360
-    assert checkpoint_model.requests_per_day(12, 300) == 3_456
+    assert checkpoint_model.requests_per_day(requests_per_boundary=48, batch_duration_s=5) == 829_440
+    assert checkpoint_model.requests_per_day(48, 30) == 138_240
+    assert checkpoint_model.requests_per_day(48, 60) == 69_120
+    assert checkpoint_model.requests_per_day(48, 300) == 13_824

@@ -468,8 +468,8 @@ def _document(sections: dict[str, list[str]]) -> str:
 
 
 def placeholder() -> str:
-    """The file before the benchmark has run: every section the page includes, each saying how to measure it."""
-    return _document({name: [PLACEHOLDER] for name in SECTIONS})
+    """The file before the benchmark has run: every section the page includes, the first saying how to measure it."""
+    return _document({name: [PLACEHOLDER] if name == "latency" else [] for name in SECTIONS})
 
 
 PLACEHOLDER = (
