@@ -7,8 +7,6 @@ boundary writes both metadata logs while no record comes out. The request counts
 same sequence of requests from Hadoop's S3A connector. The stall is bounded below, not timed against another run.
 """
 
-from collections.abc import Iterator
-
 import pytest
 
 from rtm_lab import lab as lab_module
@@ -16,7 +14,6 @@ from rtm_lab import s3_proxy
 from rtm_lab.benchmarks import checkpoint_requests
 from rtm_lab.benchmarks import latency_child as latency
 from rtm_lab.benchmarks.checkpoint_storage import ASYNC_BY_DEFAULT
-from rtm_lab.lab import LabState
 
 DELAY_MS = 100
 # One metadata log file (offsets/N or commits/N) written through S3A with Spark's default checkpoint file manager:
@@ -25,27 +22,23 @@ DELAY_MS = 100
 ONE_LOG_WRITE = {"PUT": 1, "COPY": 1, "DELETE": 1, "HEAD": 12, "LIST": 9}
 
 
-@pytest.fixture(scope="module")
-def s3_lab(lab) -> Iterator[LabState]:
-    """The lab with its object store and delay proxy; stopped after the module if this fixture started them."""
-    state, started = lab_module.up(log=print, with_services={"s3"})
-    yield state
-    if started:
-        lab_module.down(only=started, log=print)
-
-
 @pytest.mark.slow
 @pytest.mark.timing
-def test_a_synchronous_boundary_waits_for_two_log_writes_of_24_requests_in_a_row(s3_lab):
+def test_a_synchronous_boundary_waits_for_two_log_writes_of_24_requests_in_a_row(lab, s3_store):
+    proxy = lab_module.status().s3_proxy  # started with the store (`lab.py up --with s3`)
+    assert proxy.running, "the delay proxy did not start with the store"
     # The child sets the delay once the query has started (its start-up makes a hundred requests or more).
-    extra = ["--observe-boundaries", "--checkpoint-store", s3_lab.s3_proxy.address, "--store-delay-ms", str(DELAY_MS)]
+    extra = ["--observe-boundaries", "--checkpoint-store", proxy.address, "--store-delay-ms", str(DELAY_MS)]
     extra += ["--spark-conf", f"{ASYNC_BY_DEFAULT}=false"]
     result = latency.run_child(
-        "realtime", s3_lab.kafka_bootstrap, 200.0, 16.0, 1.0, latency.settings("5 seconds"), None, extra
+        "realtime", lab.kafka_bootstrap, 200.0, 16.0, 1.0, latency.settings("5 seconds"), None, extra
     )
     assert result["engine"] == "MicroBatchExecution"  # async progress tracking off
     assert result["missing"] == 0
     assert result["store_delay_ms"] == DELAY_MS
+    # The store's keys reach neither the proxy's log nor the child's command line (it reads them from the lab's file).
+    logged = s3_proxy.log_path().read_text()
+    assert s3_store.credentials.access_key not in logged and s3_store.credentials.secret_key not in logged
     lo, hi = result["run_span_ms"]
     requests = checkpoint_requests.of_run(
         s3_proxy.read_log(s3_proxy.log_path(), lo, hi + 1), result["checkpoint_folder"]

@@ -76,6 +76,13 @@ def test_the_labs_object_store_listens_on_loopback_only(s3_store):
     assert [s for s in sockets if not on_loopback(s[2])] == [], sockets
 
 
+def test_the_labs_delay_proxy_listens_on_loopback_only(s3_store):
+    proxy = lab_module.status().s3_proxy  # started with the store, in front of it
+    sockets = listening([proxy.pid])
+    assert proxy.port in {port for *_, port in sockets}, sockets
+    assert [s for s in sockets if not on_loopback(s[2])] == [], sockets
+
+
 @pytest.mark.slow
 def test_a_child_session_with_the_ui_on_listens_on_loopback_only(lab):
     env = {k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_IP"}  # the lab's builder must set it itself
