@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Draw the results plots under docs/results again from their JSON, without running a benchmark.
 
-  python scripts/plots.py                 latency.png, latency-sweep.png, latency-sweep-cdf.png and engines-cdf.png
+  python scripts/plots.py                 latency.png, latency-sweep.png, latency-sweep-cdf.png, engines-cdf.png and
+                                          checkpoint-storage.png
   python scripts/plots.py --results DIR   the same from another results folder
 
 Use it after a change to how the plots are drawn (rtm_lab.benchmarks.figures.save: an opaque white card with a grey border,

@@ -88,7 +88,7 @@ def _run(shape: str, storage: str, run: int, stall: float, critical: int | None,
     }
 
 
-def test_rows_and_the_model_from_runs():
+def test_rows_and_the_model_from_runs(tmp_path):
     # 100 ms fixed + 4 sequential requests per boundary, held out at 10 ms (measured 150: off by 7 %).
     done = [_run("dedup", "disk", 0, 90, None)]
     for run in range(2):
@@ -109,20 +109,22 @@ def test_rows_and_the_model_from_runs():
     assert model["critical_path_counted"] == 4
     (held,) = model["held_out"]
     assert held["predicted_ms"] == 140 and held["error"] == pytest.approx(0.067, abs=0.001) and held["within_target"]
-    text = cs.markdown(
-        {
-            "rate": 1000.0,
-            "seconds": 40.0,
-            "warmup_s": 5.0,
-            "rows": rows,
-            "models": [model],
-            "done": done,
-            "versions": {"pyspark": "4.3.0"},
-            "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "x", "os": "Linux"},
-            "command": "python scripts/bench.py checkpoint-storage",
-            "started": "2026-11-27T13:00:00Z",
-            "timestamp": "2026-11-27T13:30:00Z",
-        }
-    )
+    result = {
+        "rate": 1000.0,
+        "seconds": 40.0,
+        "warmup_s": 5.0,
+        "rows": rows,
+        "models": [model],
+        "done": done,
+        "versions": {"pyspark": "4.3.0"},
+        "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "x", "os": "Linux"},
+        "command": "python scripts/bench.py checkpoint-storage",
+        "started": "2026-11-27T13:00:00Z",
+        "timestamp": "2026-11-27T13:30:00Z",
+    }
+    text = cs.markdown(result)
     assert "| dedup | S3, 100 ms/request | 2 |" in text
+    assert "](../results/checkpoint-storage.png)" in text
+    cs.plot(result, tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").stat().st_size > 10_000
     assert "7% ✓" in text

@@ -443,6 +443,12 @@ def markdown(result: dict) -> str:
             "",
             markdown_table(["shape", "storage", *KINDS, "data path"], kinds, ["", ""] + ["right"] * 8),
         ],
+        # The plot `write` draws beside the results file; the page that includes this section sits in docs/guides/.
+        "plot": [
+            "![Stall per boundary against the delay per storage request, per shape](../results/checkpoint-storage.png)"
+        ]
+        if rows
+        else [],
         "model": [
             f"The model, fitted per shape on the runs at {', '.join(map(str, FIT_DELAYS_MS))} ms per request; "
             f"held-out error against the {checkpoint_model.TARGET_ERROR:.0%} target:",
@@ -456,7 +462,7 @@ def markdown(result: dict) -> str:
     return _document(sections)
 
 
-SECTIONS = ("latency", "split", "requests", "model", "evidence")
+SECTIONS = ("latency", "plot", "split", "requests", "model", "evidence")
 
 
 def _document(sections: dict[str, list[str]]) -> str:
@@ -542,6 +548,9 @@ def main(args: argparse.Namespace, command: str) -> int:
         return 2
     path = Path(args.json)
     previous = json.loads(path.read_text()) if path.is_file() else {}
+    if previous.get("done") and previous.get("rate") != args.rate:
+        print(f"error: {path} holds runs at {previous.get('rate')} events/s, not {args.rate:g}", file=sys.stderr)
+        return 2
     done: list[dict] = list(previous.get("done", []))
     todo = [
         (i, cell)

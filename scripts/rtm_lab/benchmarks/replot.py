@@ -4,7 +4,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from rtm_lab.benchmarks import engines_report, latency_report, per_task_report, sweep_report
+from rtm_lab.benchmarks import checkpoint_storage, engines_report, latency_report, per_task_report, sweep_report
 
 
 def redraw(results: Path) -> list[Path]:
@@ -19,6 +19,7 @@ def redraw(results: Path) -> list[Path]:
         ("latency-sweep.json", "latency-sweep.png", sweep),
         ("engines.json", engines_report.plot_path(Path("engines.json")).name, engines_report.plot),
         ("per-task-throughput.json", per_task_report.PLOT, per_task_report.plot),
+        ("checkpoint-storage.json", "checkpoint-storage.png", checkpoint_storage.plot),
     ]
     written = []
     for json_name, png_name, draw in plots:
