@@ -54,5 +54,7 @@ def test_a_synchronous_boundary_waits_for_two_log_writes_of_24_requests_in_a_row
         # All 48 ran inside the stall, one after another: the driver's thread writes the logs in turn.
         assert b["data_path"] == 48
         assert b["critical_path"] == 48
+        # In turn: the batch's offset log entry (its end offsets, known once its tasks ended), then its commit log's.
+        assert [kind.split(":")[0] for kind in b["critical_path_kinds"]] == ["offsets"] * 24 + ["commits"] * 24
         # Each of them waited DELAY_MS before the store saw it, so the stall holds at least half of that chain.
         assert b["stall_ms"] >= 0.5 * b["critical_path"] * DELAY_MS
