@@ -479,8 +479,8 @@ def placeholder() -> str:
 
 
 PLACEHOLDER = (
-    "Not measured yet: `python scripts/bench.py checkpoint-storage --json docs/results/checkpoint-storage.json` "
-    "measures it: 72 runs of one to three minutes each, on a quiet machine."
+    "Not measured yet: `python scripts/bench.py checkpoint-storage` measures it, 72 runs of one to three minutes "
+    "each on a quiet machine."
 )
 
 
