@@ -456,7 +456,10 @@ def markdown(result: dict) -> str:
             markdown_table(MODEL_HEADER, model_rows, ["", "right", "right", "right", "", "right", "right", "right"]),
         ],
         "evidence": record_lines(
-            result, "`local[2]` stateless, `local[4]` stateful; 2 partitions per topic", runs=len(result["done"])
+            result,
+            "`local[2]` stateless, `local[4]` stateful; 2 partitions per topic",
+            runs=len(result["done"]),
+            records=result.get("sessions") or None,
         ),
     }
     return _document(sections)
@@ -581,17 +584,19 @@ def main(args: argparse.Namespace, command: str) -> int:
                 f"{time.monotonic() - began:.0f} s",
                 flush=True,
             )
-            report = build(done, args, record.record(), previous)
+            report = build(done, args, record.record(), previous, ran=True)
             write(report, path)
-    report = build(done, args, record.record(), previous)
+    report = build(done, args, record.record(), previous, ran=len(done) > len(previous.get("done", [])))
     md = write(report, path)
     print(markdown(report))
     print(f"wrote {path}, {md}")
     return 0
 
 
-def build(done: list[dict], args: argparse.Namespace, record: dict, previous: dict) -> dict:
-    """The results file: every run, a row per cell, the models; the record of the session that ran the last runs."""
+def build(done: list[dict], args: argparse.Namespace, record: dict, previous: dict, ran: bool) -> dict:
+    """The results file: every run, a row per cell, the models; the record of the session that ran the last runs,
+    and one entry per session that ran any (a resumed file spans several: the footer gives the first start and the
+    last end over them)."""
     every = plan(
         list(BY_NAME),
         [DISK, *sorted({*(str(d) for d in FIT_DELAYS_MS), str(HELD_OUT_DELAY_MS)}, key=float)],
@@ -610,8 +615,6 @@ def build(done: list[dict], args: argparse.Namespace, record: dict, previous: di
         **record,
         "sessions": [
             *previous.get("sessions", []),
-            {k: record[k] for k in ("command", "started", "timestamp", "load_average")},
-        ]
-        if done
-        else [],
+            *([{k: record[k] for k in ("command", "started", "timestamp", "load_average")}] if ran else []),
+        ],
     }
