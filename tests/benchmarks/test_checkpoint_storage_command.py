@@ -104,6 +104,7 @@ def test_rows_and_the_model_from_runs(tmp_path):
         "dedup / s3 100 ms / 5 seconds",
     ]
     assert rows[4]["stall_ms"]["median"] == 500 and rows[4]["runs"] == 2
+    assert cs.planner_part(rows) == {"dedup": {"5": 90}}  # local disk, keyed by the batch duration in seconds
     (model,) = cs.models(rows, done)
     assert model["slope"] == pytest.approx(4.0) and model["fixed_ms"] == pytest.approx(100.0)
     assert model["critical_path_counted"] == 4

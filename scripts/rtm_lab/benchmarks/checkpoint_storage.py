@@ -593,6 +593,23 @@ def main(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
+# The capacity planner's shape names (snippets/guides/capacity_plan.py SHAPES) for the shapes measured here.
+PLANNER_SHAPES = {"stateless_async": "stateless", "dedup": "dedup", "count": "groupby-count"}
+
+
+def planner_part(rows: list[dict]) -> dict[str, dict[str, float]]:
+    """What the capacity planner reads (`--stalls`): per planner shape, the median stall per boundary with the
+    checkpoint on local disk, keyed by the batch duration in seconds."""
+    from rtm_lab.intervals import interval_ms
+
+    part: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["storage"] == DISK and not r["variant"] and r["shape"] in PLANNER_SHAPES and r["stall_ms"]["median"]:
+            seconds = f"{interval_ms(r['batch_duration']) / 1000:g}"
+            part.setdefault(PLANNER_SHAPES[r["shape"]], {})[seconds] = round(r["stall_ms"]["median"], 1)
+    return part
+
+
 def build(done: list[dict], args: argparse.Namespace, record: dict, previous: dict, ran: bool) -> dict:
     """The results file: every run, a row per cell, the models; the record of the session that ran the last runs,
     and one entry per session that ran any (a resumed file spans several: the footer gives the first start and the
@@ -611,6 +628,7 @@ def build(done: list[dict], args: argparse.Namespace, record: dict, previous: di
         "warmup_s": WARMUP_S,
         "rows": rows,
         "models": models(rows, done),
+        "planner": planner_part(rows),
         "done": done,
         **record,
         "sessions": [
