@@ -128,6 +128,8 @@ LONGEST_FIRST = (
     "tests/docs/test_copy.py",
     "tests/reference/test_support_matrix.py",
     "flink",
+    "tests/guides/test_s3_checkpoints.py",
+    "tests/guides/test_checkpoint_storage.py",
     "tests/guides/test_kills.py",
     "tests/reference/test_allowlist_off.py",
     "tests/reference/test_readiness_check.py",

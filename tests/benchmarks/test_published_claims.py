@@ -439,3 +439,55 @@ def test_sink_page_every_retry_committed_in_a_shared_driver_and_in_a_fresh_drive
     table = retry_outcomes.markdown(result)
     for (driver, hogs), row in rows.items():
         assert f"| {driver} | {hogs} | {row['runs']} | {row['retried']} | 0 |" in table
+
+
+def checkpoint_storage() -> tuple[dict[str, dict], dict[str, dict]]:
+    """The checkpoint-storage rows by key and its fitted models by shape."""
+    result = json.loads((RESULTS / "checkpoint-storage.json").read_text())
+    return {row["key"]: row for row in result["rows"]}, {model["shape"]: model for model in result["models"]}
+
+
+def cell(shape: str, delay_ms: int) -> str:
+    return f"{shape} / s3 {delay_ms} ms / 5 seconds"
+
+
+def test_checkpoint_storage_page_each_ms_of_request_latency_adds_the_critical_path_in_ms_to_the_stall():
+    rows, models = checkpoint_storage()
+    sync = models["stateless_sync"]
+    # Synchronous stateless: 48 requests in a row, and the fitted slope is within 10 % of 48.
+    assert all(rows[cell("stateless_sync", d)]["critical_path"]["median"] == 48 for d in (0, 10, 30, 100))
+    assert 0.9 * 48 <= sync["slope"] <= 1.1 * 48, sync
+    for shape in ("dedup", "count"):
+        chain = [rows[cell(shape, d)]["critical_path"]["median"] for d in (10, 30, 100)]
+        # Stateful: 136 requests per boundary, but the state uploads overlap, so the chain is about 70 long and
+        # the slope follows the chain, not the request count.
+        assert all(rows[cell(shape, d)]["requests_per_boundary"]["median"] == 136 for d in (0, 10, 30, 100))
+        assert max(chain) < 136 * 0.6, chain
+        assert 0.85 * min(chain) <= models[shape]["slope"] <= 1.15 * max(chain), (shape, chain, models[shape])
+
+
+def test_checkpoint_storage_page_the_model_predicts_the_held_out_10_ms_cell_within_20_percent_except_async():
+    _, models = checkpoint_storage()
+    for shape in ("stateless_sync", "dedup", "count"):
+        (held,) = models[shape]["held_out"]
+        assert held["latency_ms"] == 10 and held["error"] <= 0.2, (shape, held)
+    (held,) = models["stateless_async"]["held_out"]
+    assert held["error"] > 0.2, held
+    # With progress tracked asynchronously no request chain sits in the stall: the slope is a tenth of the sync one.
+    assert models["stateless_async"]["slope"] < models["stateless_sync"]["slope"] / 5, models
+
+
+def test_checkpoint_storage_page_async_progress_tracking_cuts_the_stall_but_not_every_tail_at_100_ms():
+    rows, _ = checkpoint_storage()
+    async_100, sync_100 = rows[cell("stateless_async", 100)], rows[cell("stateless_sync", 100)]
+    assert async_100["stall_ms"]["max"] * 4 < sync_100["stall_ms"]["min"], (async_100["stall_ms"], sync_100["stall_ms"])
+    # Yet at 100 ms per request the async p99 is over 1 s, against under 400 ms at 0 ms.
+    assert async_100["p99_ms"]["min"] > 1000 > 400 > rows[cell("stateless_async", 0)]["p99_ms"]["max"]
+
+
+def test_checkpoint_storage_page_at_100_ms_per_request_the_stateful_median_itself_is_seconds():
+    rows, _ = checkpoint_storage()
+    for shape in ("dedup", "count"):
+        slow, fast = rows[cell(shape, 100)], rows[cell(shape, 30)]
+        assert slow["p50_ms"]["min"] > 2000 > 100 > fast["p50_ms"]["max"], (shape, slow["p50_ms"], fast["p50_ms"])
+        assert slow["stall_ms"]["min"] > 5000, (shape, slow["stall_ms"])
