@@ -161,8 +161,18 @@ def test_search_finds_slot(browser, site_url):
     box = wait_for(browser, "input.md-search__input")[0]
     box.click()
     box.send_keys("slot")
-    results = wait_for(browser, "li.md-search-result__item")
-    assert any("slot" in r.text.lower() for r in results), [r.text for r in results]
+    # The theme redraws the result list as each letter's search returns, so an item found a moment ago can be gone:
+    # read the texts afresh on every poll, and treat a redraw mid-read as "not yet".
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def result_texts(d) -> list[str] | bool:
+        texts = [r.text.lower() for r in d.find_elements(By.CSS_SELECTOR, "li.md-search-result__item")]
+        return texts if any("slot" in t for t in texts) else False
+
+    texts = WebDriverWait(browser, WAIT_S, ignored_exceptions=[StaleElementReferenceException]).until(result_texts)
+    assert any("slot" in t for t in texts), texts
     browser.save_screenshot(str(SCREENSHOTS / "search.png"))
 
 
