@@ -396,8 +396,15 @@ def markdown(result: dict) -> str:
     split = [
         [r["shape"], _where(r), *(_n(None if v is None else round(v)) for v in r["split_ms"].values())] for r in rows
     ]
+    # A cell whose runs crossed no boundary inside the window (a batch longer than the run) counted no request:
+    # a dash, not a zero.
     kinds = [
-        [r["shape"], _where(r), *(_n(r["requests_by_kind"].get(k, 0)) for k in KINDS), _n(r["data_path"]["median"])]
+        [
+            r["shape"],
+            _where(r),
+            *(_n(r["requests_by_kind"].get(k, 0) if r["boundaries"] else None) for k in KINDS),
+            _n(r["data_path"]["median"]),
+        ]
         for r in rows
         if r["storage"] != DISK
     ]
