@@ -18,6 +18,10 @@
                                                  while that file does not exist (nothing is shown before a run)
   python scripts/tables.py per-task-ceilings     those capacities beside the engine capacity runs' whole-query
                                                  ceilings (engines.json); skipped likewise
+  python scripts/tables.py engines-shared, engines-isolated   the second engine harness's table per placement, from
+                                                 engines-PLACEMENT.json; until that file exists, a line saying so
+  python scripts/tables.py engines-old-new       the first harness's medians (engines.json) beside the second's, for the
+                                                 like-for-like issue's closing note; skipped until a placement file exists
   python scripts/tables.py plan-check            the planner's predictions beside runs, from plan-check.json; skipped
                                                  while that file does not exist
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
@@ -54,7 +58,14 @@ class Table:
     render: Callable[[Path], str]  # the results folder -> the table's text
     folder: Path | None = None  # where it is written, when not the results folder
     # The results file this table needs only once measured: until it exists the table is skipped, not an error.
-    once_measured: str | None = None
+    # Several: skipped until any of them exists.
+    once_measured: str | tuple[str, ...] | None = None
+
+    def not_measured_yet(self, results: Path) -> bool:
+        if self.once_measured is None:
+            return False
+        needed = (self.once_measured,) if isinstance(self.once_measured, str) else self.once_measured
+        return not any((results / name).is_file() for name in needed)
 
 
 def _cases_table(name: str, rows: Callable) -> Callable[[Path], str]:
@@ -137,6 +148,48 @@ def _checkpoint_storage(results: Path) -> str:
     return checkpoint_storage.markdown(json.loads(path.read_text()))
 
 
+def _engines_placement(where: str) -> Callable[[Path], str]:
+    """The second harness's table for one placement, or a line saying it has not been run: the file exists either
+    way, so a page may include it before the matrix runs."""
+
+    def render(results: Path) -> str:
+        from rtm_lab.benchmarks import engines_report
+
+        path = results / f"engines-{where}.json"
+        if not path.is_file():
+            return engines_report.not_run_yet(where)
+        result = json.loads(path.read_text())
+        try:  # a file of several machines or placements is refused in one line, not a traceback
+            found = engines_report.placement(result)
+            if result.get("runs") and found != where:
+                raise ValueError(f"the runs are not of the {where} placement but {found or 'the first harness'}'s")
+            return engines_report.markdown(result)
+        except ValueError as exc:
+            raise RenderError(f"{path}: {exc}") from exc
+
+    return render
+
+
+ENGINE_PLACEMENTS = ("shared", "isolated")
+
+
+def _engines_old_and_new(results: Path) -> str:
+    """The first harness's table beside the second's, for the like-for-like issue's closing note."""
+    from rtm_lab.benchmarks import engines_report
+
+    def read(name: str) -> dict | None:
+        path = results / name
+        return json.loads(path.read_text()) if path.is_file() else None
+
+    old = read("engines.json")
+    if old is None:
+        raise FileNotFoundError(f"{results / 'engines.json'} does not exist: the first harness's runs are needed.")
+    try:
+        return engines_report.old_and_new(old, {where: read(f"engines-{where}.json") for where in ENGINE_PLACEMENTS})
+    except ValueError as exc:
+        raise RenderError(f"engines-old-new: {exc}") from exc
+
+
 def _glossary(results: Path) -> str:
     """The glossary page's entries, from the one file the term check reads too."""
     from rtm_lab import terms
@@ -191,6 +244,11 @@ TABLES = {
     ),
     "engines-capacity": Table(
         "engines-capacity.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "capacity_markdown")
+    ),
+    "engines-shared": Table("engines-shared.md", _engines_placement("shared")),
+    "engines-isolated": Table("engines-isolated.md", _engines_placement("isolated")),
+    "engines-old-new": Table(
+        "engines-old-new.md", _engines_old_and_new, once_measured=tuple(f"engines-{w}.json" for w in ENGINE_PLACEMENTS)
     ),
     "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
     "per-task-throughput": Table(
@@ -250,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                 text, output = _render_region(name, args.results), REGIONS[name].file
             else:
                 table = TABLES[name]
-                if table.once_measured and not (args.results / table.once_measured).is_file():
+                if table.not_measured_yet(args.results):
                     continue
                 text, output = table.render(args.results), (table.folder or args.results) / table.output
         except (FileNotFoundError, MissingRegion, RenderError) as exc:

@@ -31,6 +31,8 @@ def test_every_generated_table_is_current():
         "engines.md",
         "engines-recovery.md",
         "engines-capacity.md",
+        "engines-shared.md",
+        "engines-isolated.md",
         "monitor-cost.md",
         "retry-outcomes.md",
     ):

@@ -14,7 +14,9 @@ defaults at 10,000 events/s, once. Within a cell the engine that goes first alte
 `--placement shared` (the default) runs everything on every core; `--placement isolated` pins the engine to core 0
 and the broker and this harness to core 1 (rtm_lab.cpu_pinning). Each placement has its own results file
 (docs/results/engines-shared.json, engines-isolated.json); a file never mixes placements, harness versions or
-machines. The lead's reruns, resumable (a stopped run loses only the run in flight):
+machines. `--recovery` and `--capacity` add their rows to the first harness's file (docs/results/engines.json), which
+likewise refuses rows measured on another machine: give them a `--json` of their own there. The lead's reruns,
+resumable (a stopped run loses only the run in flight):
 
     python scripts/bench.py engines --placement shared
     python scripts/bench.py engines --placement isolated
@@ -95,6 +97,38 @@ def refusal(result: dict, placement: str) -> str | None:
     if there != {here}:
         return f"was measured on {', '.join(sorted(there))}; this machine is {here}"
     return None
+
+
+def extra_refusal(result: dict) -> str | None:
+    """Why `--recovery` or `--capacity` runs may not join this results file: it is another benchmark's, it is a
+    placement file (the second harness's matrix only), or rows already in it were measured on another machine. The
+    rows `--redo` replaces are dropped before this is asked. None when they may."""
+    benchmark = result.get("benchmark", "engines")
+    if benchmark != "engines":
+        return f"is the results file of the {benchmark} benchmark"
+    runs = list(result.get("runs", {}).values())
+    placements = sorted({str(r["placement"]) for r in runs if r.get("placement")})
+    if placements:
+        return f"holds the second harness's {', '.join(placements)} runs, which --recovery and --capacity may not join"
+    from rtm_lab import machine
+
+    here = engines_report.machine_key({"machine": machine.describe()})
+    rows = [*runs, *result.get("recovery", {}).values(), *result.get("capacity", {}).values()]
+    there = {engines_report.machine_key(r) for r in rows}
+    if there - {here}:
+        return f"was measured on {', '.join(sorted(there))}; this machine is {here}"
+    return None
+
+
+def extra_cell(kind: str, key: str) -> tuple:
+    """The cell `--only` matches a `--recovery` row (ENGINE/PIPELINE/REPEAT) or a `--capacity` step
+    (ENGINE/PIPELINE/RATE) by: a capacity ladder is chosen by engine and pipeline, whatever its steps."""
+    from rtm_lab.benchmarks import engine_recovery
+
+    engine, pipeline, last = key.split("/")
+    if kind == "recovery":
+        return (engine, pipeline, engine_recovery.RATE, "tuned", int(last))
+    return (engine, pipeline, 0, "tuned", 1)
 
 
 def selected(cell: tuple, only: list[str]) -> bool:
@@ -209,7 +243,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--json",
         type=cli.json_output,
         help="the results file, added to run by run (default docs/results/engines-PLACEMENT.json; with --recovery or "
-        f"--capacity {DEFAULT_JSON}; a .md table and a CDF plot beside it)",
+        f"--capacity {DEFAULT_JSON}; a .md table and a CDF plot beside it); a file measured on another machine, or of "
+        "another harness or placement, is refused",
     )
     parser.add_argument(
         "--list", action="store_true", help="print the cells that would run, and stop (with an estimate of the time)"
@@ -319,8 +354,13 @@ def _extra(args: argparse.Namespace, command: str) -> int:
     kind = "recovery" if args.recovery else "capacity"
     result = load(args.json)
     done = result.setdefault(kind, {})
-    if args.redo:
-        done.clear()
+    if args.redo:  # only the rows --only selects (all without it); the rest of the file stays as it is
+        for key in [k for k in done if selected(extra_cell(kind, k), args.only)]:
+            del done[key]
+    refused = extra_refusal(result)
+    if refused:
+        print(f"error: {args.json} {refused}; give another --json", file=sys.stderr)
+        return 2
     try:
         with run_record.on_the_lab(command) as (_, state):
 

@@ -1,9 +1,13 @@
-"""The engine comparison's table and CDF plot, made from docs/results/engines.json alone.
+"""The engine comparison's tables and CDF plot, each made from one results file alone.
 
 One row per pipeline, rate, settings profile and engine: the latency percentiles (median of the repeats, with their
 range when there are several), CPU seconds per million events, peak resident memory, outputs lost, and whether the
 output equals the other engine's at that rate. Under the table: how RTM's p99 compares with Flink's in each cell, and
 the record of every run (machine, load, versions, command).
+
+docs/results/engines.json holds the first harness's runs; engines-shared.json and engines-isolated.json the second
+harness's, one placement each. Until a placement file exists its table says it has not been run. `old_and_new` puts
+the first harness's medians beside the second's, for the note that closes the like-for-like issue.
 """
 
 import statistics
@@ -12,7 +16,7 @@ from pathlib import Path
 from rtm_lab import versions
 from rtm_lab.benchmarks import figures, held_rate
 from rtm_lab.benchmarks.run_record import record_lines
-from rtm_lab.generated import generated_note
+from rtm_lab.generated import generated_note, markdown_table
 
 ENGINE_LABELS = {"spark": "Spark RTM", "flink": "Flink"}
 BACKEND_LABELS = {
@@ -95,15 +99,52 @@ def machines(result: dict) -> set[str]:
     return {machine_key(r) for r in result["runs"].values()}
 
 
+PLACEMENT_TEXT = {
+    "shared": "the engine, the broker, the generator and the reader share every core",
+    "isolated": "the engine pinned to core 0; the broker, the generator and the reader to core 1",
+}
+
+
+def placement(result: dict) -> str | None:
+    """The second harness's placement the runs share (None for the first harness's runs); refuses a mix."""
+    found = {r.get("placement") for r in result["runs"].values()}
+    if len(found) > 1:
+        raise ValueError(f"the runs come from {len(found)} placements: {', '.join(sorted(map(str, found)))}")
+    return found.pop() if found else None
+
+
+def table_name(result: dict) -> str:
+    """The `scripts/tables.py` name that renders this file's table again."""
+    where = placement(result)
+    return f"engines-{where}" if where else "engines"
+
+
+def not_run_yet(where: str) -> str:
+    """What a placement's table says before its results file exists: how to make it, and nothing else."""
+    return "\n".join(
+        [
+            generated_note(f"python scripts/tables.py engines-{where}"),
+            "",
+            f"Not run yet. The second harness's matrix with `--placement {where}` ({PLACEMENT_TEXT[where]}) has no "
+            f"results file. `python scripts/bench.py engines --placement {where} --list` lists its runs and their time.",
+            "",
+        ]
+    )
+
+
 def markdown(result: dict) -> str:
-    """The table; it refuses a results file whose runs come from more than one machine."""
+    """The table; it refuses a results file whose runs come from more than one machine or placement."""
     if len(machines(result)) > 1:
         raise ValueError(f"the runs come from {len(machines(result))} machines: {'; '.join(sorted(machines(result)))}")
     header = (
         "| Pipeline | Events/s | Settings | Engine | Runs | p50 ms | p99 ms | max ms | CPU s / M ev. "
         "| RSS MiB | Lost | Same output |"
     )
-    lines = [generated_note("python scripts/tables.py engines"), "", header, "|" + "---|" * 12]
+    where = placement(result)
+    lines = [generated_note(f"python scripts/tables.py {table_name(result)}"), ""]
+    if where:
+        lines += [f"The second harness, placement `{where}`: {PLACEMENT_TEXT[where]}.", ""]
+    lines += [header, "|" + "---|" * 12]
     for (pipeline, rate, profile, engine), runs in cells(result).items():
         lost = sum(r.get("missing") or 0 for r in runs)
         lines.append(
@@ -311,6 +352,47 @@ def run_lines(result: dict) -> list[str]:
         + "; default = neither set"
     )
     return _runs_record(result["runs"], setting, flink)
+
+
+def _old_and_new_cell(runs: list[dict] | None) -> str:
+    if not runs:
+        return "-"
+    return f"{spread_cell(runs, 'p50_ms')} / {spread_cell(runs, 'p99_ms')} ({len(runs)})"
+
+
+def old_and_new(old: dict, new: dict[str, dict | None]) -> str:
+    """The first harness's medians (engines.json) beside the second harness's (`new`: placement -> its results file,
+    None while not run), one row per pipeline, rate, settings profile and engine. Each file refuses a mix of machines
+    on its own (`markdown`); the line under the table names each file's machine, since they may differ."""
+    sources = {"first harness": old, **{f"{where}": result for where, result in new.items()}}
+    grouped = {name: cells(result) if result else {} for name, result in sources.items()}
+    keys: list[tuple] = []
+    for by_cell in grouped.values():
+        keys += [k for k in by_cell if k not in keys]
+    order = {"transform": 0, "count": 1, "enrich": 2, "dedup": 3}
+    profiles = {"tuned": 0, "tuned-heap": 1, "default": 2}
+    keys.sort(key=lambda k: (order.get(k[0], 9), profiles.get(k[2], 9), k[1], k[3] != "spark"))
+    header = ["Pipeline", "Events/s", "Settings", "Engine", *(name.capitalize() for name in sources)]
+    rows = [
+        [pipeline, f"{rate:,.0f}", profile, ENGINE_LABELS[engine]]
+        + [_old_and_new_cell(grouped[name].get((pipeline, rate, profile, engine))) for name in sources]
+        for pipeline, rate, profile, engine in keys
+    ]
+    lines = [generated_note("python scripts/tables.py engines-old-new"), "", markdown_table(header, rows)]
+    lines.append(
+        "Each cell: p50 ms / p99 ms, the median of the runs with the lowest and highest in brackets, and the number "
+        "of runs. The first harness ran four users on shared cores; the second, 10,000 Zipf-skewed users, with the "
+        "placement its column names."
+    )
+    lines.append("")
+    for name, result in sources.items():
+        if not result or not result["runs"]:
+            lines.append(f"- {name.capitalize()}: not run yet")
+            continue
+        if len(machines(result)) > 1:
+            raise ValueError(f"the {name} runs come from {len(machines(result))} machines")
+        lines.append(f"- {name.capitalize()}: {len(result['runs'])} runs on {machines(result).pop()}")
+    return "\n".join(lines) + "\n"
 
 
 def plot_path(json_path: Path) -> Path:
