@@ -38,6 +38,36 @@ def test_case(case, spark, lab, tmp_path):
         assert [f.what for f in report.findings] == ["Kafka source: kafka.fetch.max.wait.ms left at 500 ms"]
 
 
+class MicroBatchProbe(Probe):
+    """The same probe, but the query is written with a micro-batch trigger, in the same update mode."""
+
+    def writer(self, df):
+        return (
+            df.writeStream.option("checkpointLocation", self.checkpoint)
+            .outputMode("update")
+            .trigger(processingTime="1 second")
+        )
+
+
+STRUCTURED_STREAMING_REFUSALS = [c for c in CASES if c.name in ("limit", "sort")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", STRUCTURED_STREAMING_REFUSALS, ids=[c.id for c in STRUCTURED_STREAMING_REFUSALS])
+def test_micro_batch_refuses_limit_and_sort_in_update_mode_too(case, spark, lab, tmp_path):
+    """`limit` and `sort` are not real-time refusals: with a micro-batch trigger, in update mode (the only output
+    mode real-time mode takes), the same query fails at start() with the same error class and message."""
+    runner = MicroBatchProbe(spark, lab.kafka_bootstrap, tmp_path)
+    try:
+        observed = probe(case.start, runner, timeout_s=60)
+    finally:
+        runner.cleanup()
+    assert observed == case.expected, observed.message
+    assert case.expected.detail in observed.message
+    # Structured Streaming's own check refused it, not a STREAMING_REAL_TIME_MODE one.
+    assert observed.error == "_LEGACY_ERROR_TEMP_3102"
+
+
 def test_cases_have_unique_ids():
     assert len({c.id for c in CASES}) == len(CASES)
 
