@@ -57,7 +57,7 @@ def test_a_placement_table_says_not_run_yet_until_its_results_file_exists(tmp_pa
         done = tables(f"engines-{where}", tmp_path)
         assert done.returncode == 0, done.stderr
         text = (tmp_path / f"engines-{where}.md").read_text()
-        assert "Not run yet." in text and f"--placement {where} --list" in text
+        assert "Not run yet:" in text and f"--placement {where} --list" in text
         assert "|" not in text  # no table, so no figure, before a run
     # The old-and-new table waits for a placement file: nothing is written until one exists.
     (tmp_path / "engines.json").write_text(json.dumps(fixture_file(fixture_run("spark", 5.0, 20.0, placement=None))))

@@ -101,7 +101,7 @@ def machines(result: dict) -> set[str]:
 
 PLACEMENT_TEXT = {
     "shared": "the engine, the broker, the generator and the reader share every core",
-    "isolated": "the engine pinned to core 0; the broker, the generator and the reader to core 1",
+    "isolated": "the engine is pinned to core 0, and the broker, the generator and the reader to core 1",
 }
 
 
@@ -125,8 +125,9 @@ def not_run_yet(where: str) -> str:
         [
             generated_note(f"python scripts/tables.py engines-{where}"),
             "",
-            f"Not run yet. The second harness's matrix with `--placement {where}` ({PLACEMENT_TEXT[where]}) has no "
-            f"results file. `python scripts/bench.py engines --placement {where} --list` lists its runs and their time.",
+            f"Not run yet: the second harness's matrix with `--placement {where}` has no results file. In this "
+            f"placement, {PLACEMENT_TEXT[where]}. `python scripts/bench.py engines --placement {where} --list` lists "
+            "its runs and their time.",
             "",
         ]
     )
