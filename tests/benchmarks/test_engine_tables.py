@@ -98,8 +98,8 @@ def test_the_old_and_new_table_puts_each_harness_beside_the_other_and_names_each
     new = fixture_file(fixture_run("spark", 3.0, 9.0), fixture_run("flink", 5.0, 12.0))
     text = engines_report.old_and_new(old, {"shared": new, "isolated": None})
     assert "| Pipeline | Events/s | Settings | Engine | First harness | Shared | Isolated |" in text
-    assert "| count | 1,000 | tuned | Spark RTM | 4.0 / 11 (1) | 3.0 / 9.0 (1) | - |" in text
-    assert "| count | 1,000 | tuned | Flink | - | 5.0 / 12 (1) | - |" in text
+    assert "| count | 1,000 | tuned | Spark RTM | 4.0 / 11, 1 run | 3.0 / 9.0, 1 run | - |" in text
+    assert "| count | 1,000 | tuned | Flink | - | 5.0 / 12, 1 run | - |" in text
     assert f"- First harness: 1 runs on {engines_report.machine_key({'machine': ELSEWHERE})}" in text
     assert "- Isolated: not run yet" in text
     with pytest.raises(ValueError, match="2 machines"):

@@ -358,7 +358,7 @@ def run_lines(result: dict) -> list[str]:
 def _old_and_new_cell(runs: list[dict] | None) -> str:
     if not runs:
         return "-"
-    return f"{spread_cell(runs, 'p50_ms')} / {spread_cell(runs, 'p99_ms')} ({len(runs)})"
+    return f"{spread_cell(runs, 'p50_ms')} / {spread_cell(runs, 'p99_ms')}, {len(runs)} run{'s' * (len(runs) > 1)}"
 
 
 def old_and_new(old: dict, new: dict[str, dict | None]) -> str:
@@ -381,7 +381,7 @@ def old_and_new(old: dict, new: dict[str, dict | None]) -> str:
     ]
     lines = [generated_note("python scripts/tables.py engines-old-new"), "", markdown_table(header, rows)]
     lines.append(
-        "Each cell: p50 ms / p99 ms, the median of the runs with the lowest and highest in brackets, and the number "
+        "Each cell: p50 ms / p99 ms, the median of the runs with the lowest and highest in brackets, then the number "
         "of runs. The first harness ran four users on shared cores; the second, 10,000 Zipf-skewed users, with the "
         "placement its column names."
     )
