@@ -22,6 +22,10 @@
                                                  engines-PLACEMENT.json; until that file exists, a line saying so
   python scripts/tables.py engines-old-new       the first harness's medians (engines.json) beside the second's, for the
                                                  like-for-like issue's closing note; skipped until a placement file exists
+  python scripts/tables.py dedup-stall           the deduplication stall's factorial, from dedup-stall.json; skipped
+                                                 while that file does not exist
+  python scripts/tables.py engine-capacity-shared, engine-capacity-isolated   each engine's searched capacity, from
+                                                 engine-capacity-PLACEMENT.json; skipped likewise
   python scripts/tables.py plan-check            the planner's predictions beside runs, from plan-check.json; skipped
                                                  while that file does not exist
   python scripts/tables.py version-matrix        the PySpark version matrix, from scripts/version_matrix.py's JSON
@@ -249,6 +253,21 @@ TABLES = {
     "engines-isolated": Table("engines-isolated.md", _engines_placement("isolated")),
     "engines-old-new": Table(
         "engines-old-new.md", _engines_old_and_new, once_measured=tuple(f"engines-{w}.json" for w in ENGINE_PLACEMENTS)
+    ),
+    "dedup-stall": Table(
+        "dedup-stall.md",
+        _from_json("dedup-stall.json", "rtm_lab.benchmarks.dedup_stall_report"),
+        once_measured="dedup-stall.json",
+    ),
+    "engine-capacity-shared": Table(
+        "engine-capacity-shared.md",
+        _from_json("engine-capacity-shared.json", "rtm_lab.benchmarks.engine_capacity_report"),
+        once_measured="engine-capacity-shared.json",
+    ),
+    "engine-capacity-isolated": Table(
+        "engine-capacity-isolated.md",
+        _from_json("engine-capacity-isolated.json", "rtm_lab.benchmarks.engine_capacity_report"),
+        once_measured="engine-capacity-isolated.json",
     ),
     "monitor-cost": Table("monitor-cost.md", _from_json("monitor-cost.json", "rtm_lab.benchmarks.monitor_cost")),
     "per-task-throughput": Table(

@@ -5,7 +5,8 @@ the broker's: both topics use LogAppendTime, so a latency is the sink record's a
 as in `bench.py latency`, and neither the generator nor the reader is timed.
 
 Which source record an output answers, per pipeline:
-- transform, enrich, dedup write one record per event they keep, keyed by the event's id. The k-th output of an id
+- transform, enrich, dedup (and dedup-user, keyed by user) write one record per event they keep, keyed by the
+  event's id. The k-th output of an id
   answers the k-th input of that id (one key stays in one partition on both topics, in order), so a redelivered id is
   paired with its own copy.
 - count writes a user's new count. An event is answered by the first record of its user whose count reached the
@@ -24,7 +25,10 @@ from dataclasses import dataclass, field
 from rtm_lab.engines import output
 from rtm_lab.topics import Record
 
-RECORD_PIPELINES = ("transform", "enrich", "dedup")
+# The deduplication keyed by user instead of id: a bounded key space (the keyspace's users), for `bench.py
+# dedup-stall`; Spark only (rtm_lab.benchmarks.engine_spark), not one of the guide's pipelines.
+DEDUP_BY_USER = "dedup-user"
+RECORD_PIPELINES = ("transform", "enrich", "dedup", DEDUP_BY_USER)
 # Fields that are a broker time, not content: left out of the digest.
 TIME_FIELDS = ("source_ts_ms",)
 
@@ -80,10 +84,12 @@ def _measure_records(pipeline, source, sink, seq_of, kept, result: Measured) -> 
     seen_ids: set = set()
     for record in _in_order(source):
         value = _value(record)
-        if pipeline == "dedup":
-            if value["id"] in seen_ids:
+        if pipeline in ("dedup", DEDUP_BY_USER):
+            # The deduplication keeps each id's first event; the user-keyed one each user's first.
+            seen = value["id"] if pipeline == "dedup" else value["user"]
+            if seen in seen_ids:
                 continue
-            seen_ids.add(value["id"])
+            seen_ids.add(seen)
         elif pipeline == "enrich" and not kept(value):
             continue
         wanted[str(value["id"])].append((seq_of(value), record.timestamp_ms))

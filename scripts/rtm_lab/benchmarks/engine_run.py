@@ -28,8 +28,10 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import psutil
@@ -44,6 +46,7 @@ from rtm_lab.waiting import WaitTimeout, wait_until
 
 ENGINES = ("spark", "flink")
 PIPELINES = ("transform", "count", "enrich", "dedup")
+DEDUP_BY_USER = engine_output.DEDUP_BY_USER
 PARTITIONS = 2  # the topics' partitions = Flink's parallelism = the RTM query's shuffle partitions
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 FLINK_PROGRAM = PROJECT_ROOT / "snippets" / "guides" / "rtm_or_flink_flink.py"
@@ -103,7 +106,31 @@ def _answered_by_id(pipeline: str, seq: int, from_id: int) -> bool:
         return False
     if pipeline == "dedup":
         return event["id"] == seq
+    if pipeline == DEDUP_BY_USER:
+        return seq in _first_of_each_user(seq + 1)
     return pipeline != "enrich" or kept(event)
+
+
+@cache
+def _first_of_each_user(sent: int) -> frozenset[int]:
+    """The sequence numbers, among the first `sent`, of each user's first event (what the user-keyed deduplication
+    keeps; the priming events' users are their own, so they take none away)."""
+    seen: set[str] = set()
+    first = set()
+    for seq in range(sent):
+        name = keyspace.user_of(engine_event(seq)["id"])
+        if name not in seen:
+            seen.add(name)
+            first.add(seq)
+    return frozenset(first)
+
+
+def answering_seqs(pipeline: str, sent: int) -> list[int]:
+    """The sequence numbers of the events among the first `sent` that the record pipeline answers with an output,
+    in order: where a run's outputs should have got to (rtm_lab.benchmarks.stall_watch)."""
+    if pipeline == DEDUP_BY_USER:
+        return sorted(_first_of_each_user(sent))
+    return [seq for seq in range(sent) if _answered_by_id(pipeline, seq, 0)]
 
 
 def engine_event(seq: int) -> dict:
@@ -113,9 +140,11 @@ def engine_event(seq: int) -> dict:
     return {"id": base, "user": keyspace.user_of(base), "amount": base % 1000 + 0.25, "created_ms": EPOCH_MS + base}
 
 
-def priming_event(i: int) -> dict:
+def priming_event(i: int, pipeline: str | None = None) -> dict:
     # Negative ids, a tiered user: every pipeline writes an output for each (count: that user's count reaches PRIMING).
-    return {"id": -1 - i, "user": PRIMING_USER, "amount": 0.25, "created_ms": EPOCH_MS}
+    # The user-keyed deduplication would keep one of ten events of one user: each gets a user outside the key space.
+    name = f"priming{i}" if pipeline == DEDUP_BY_USER else PRIMING_USER
+    return {"id": -1 - i, "user": name, "amount": 0.25, "created_ms": EPOCH_MS}
 
 
 def kept(value: dict) -> bool:
@@ -136,6 +165,8 @@ def expected_outputs(pipeline: str, sent: int) -> int | None:
         return PRIMING + sent
     if pipeline == "enrich":
         return PRIMING + sum(1 for s in range(sent) if kept(engine_event(s)))
+    if pipeline == DEDUP_BY_USER:
+        return PRIMING + len(_first_of_each_user(sent))
     return PRIMING + len({engine_event(s)["id"] for s in range(sent)})
 
 
@@ -156,14 +187,16 @@ def start_engine(
     spark_args: tuple[str, ...] = (),
     checkpoint: str | None = None,
     cores: set[int] | None = None,
+    jvm_options: str | None = None,
 ) -> processes.Started:
     """Start one engine on one pipeline. `spark_args` go to the Spark child only (e.g. `--batch-duration`); `checkpoint`
     restarts the Spark query on an earlier run's checkpoint (Flink restores through `conf`); `cores` pins the engine
-    (and every process it starts) to those cores. The enrichment reads rtm_lab.keyspace's table on both engines."""
+    (and every process it starts) to those cores; `jvm_options` go on the engine JVM's command line (e.g. a GC log).
+    The enrichment reads rtm_lab.keyspace's table on both engines."""
     env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap}
     conf_args = [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
     table = ["--tiers", str(tiers_file())]
-    jvm_options = ISOLATED_JVM_OPTIONS if cores is not None else None
+    jvm_options = " ".join(filter(None, [ISOLATED_JVM_OPTIONS if cores is not None else None, jvm_options])) or None
     if engine == "flink":
         args = ["--parallelism", str(PARTITIONS), *table, *conf_args, pipeline, source, sink]
         return flink.start(FLINK_PROGRAM, args, env, cores=cores, jvm_options=jvm_options)
@@ -324,24 +357,31 @@ def flink_rest_base(proc: processes.Started, timeout_s: float = 60.0) -> str:
 
 def keyed_by(pipeline: str) -> str | None:
     """The field each pipeline's keyed exchange hashes, or None when there is no exchange (tasks = source splits)."""
-    return {"count": "user", "dedup": "id"}.get(pipeline)
+    return {"count": "user", "dedup": "id", DEDUP_BY_USER: "user"}.get(pipeline)
 
 
-def task_shares(pipeline: str, values: list[dict], partition_counts: dict[int, int], max_parallelism: int) -> dict:
-    """Each engine's task shares by its own partitioner (rtm_lab.keyspace), over every input including priming."""
+def task_shares(
+    pipeline: str,
+    values: list[dict],
+    partition_counts: dict[int, int],
+    max_parallelism: int,
+    shuffle_partitions: int = PARTITIONS,
+) -> dict:
+    """Each engine's task shares by its own partitioner (rtm_lab.keyspace), over every input including priming.
+    `shuffle_partitions`: Spark's, when a run sets other than PARTITIONS (Flink's parallelism stays PARTITIONS)."""
     field = keyed_by(pipeline)
     if field is None:
         split = keyspace.shares(partition_counts, PARTITIONS)
         return {"spark": split, "flink": split, "by": "source partition (no exchange)"}
     keys = [v[field] for v in values]
-    spark = keyspace.task_counts(keys, lambda k: keyspace.spark_partition(k, PARTITIONS))
+    spark = keyspace.task_counts(keys, lambda k: keyspace.spark_partition(k, shuffle_partitions))
     flink_counts = keyspace.task_counts(keys, lambda k: keyspace.flink_operator(k, PARTITIONS, max_parallelism))
     return {
-        "spark": keyspace.shares(spark, PARTITIONS),
+        "spark": keyspace.shares(spark, shuffle_partitions),
         "flink": keyspace.shares(flink_counts, PARTITIONS),
-        "spark_records": [spark.get(t, 0) for t in range(PARTITIONS)],
+        "spark_records": [spark.get(t, 0) for t in range(shuffle_partitions)],
         "flink_records": [flink_counts.get(t, 0) for t in range(PARTITIONS)],
-        "by": f"hash of {field}: Spark pmod(murmur3, {PARTITIONS}); Flink key group of {max_parallelism} -> operator",
+        "by": f"hash of {field}: Spark pmod(murmur3, {shuffle_partitions}); Flink key group of {max_parallelism} -> operator",
     }
 
 
@@ -431,11 +471,22 @@ def run(
     extra_conf: dict[str, str] | None = None,
     placement: str = "shared",
     broker_pid: int | None = None,
+    shuffle_partitions: int | None = None,
+    jvm_options: str | None = None,
+    watch: "Callable[[list[int], str, float], Watch] | None" = None,
 ) -> dict:
     """Run one engine on one pipeline; return its figures (see the module docstring). `partitions` and `extra_conf`
     are for the per-task benchmark (one partition, one shuffle partition), Spark only: Flink's parallelism stays
-    PARTITIONS."""
+    PARTITIONS. For `bench.py dedup-stall`: `shuffle_partitions` (Spark only; its local slots grow to match, so every
+    real-time stage still runs at once), `jvm_options` for the engine's JVM, and `watch(engine's JVM pids, sink
+    topic, wall-clock start of the generator)`, started as the generator starts and stopped at the end of the run
+    (its summary goes into the figures under "watch")."""
     conf = {**PROFILES[profile][engine], **(extra_conf or {})}
+    spark_args: tuple[str, ...] = ()
+    if shuffle_partitions is not None and engine == "spark":
+        conf["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+        spark_args = ("--slots", str(partitions + shuffle_partitions))
+    watching: Watch | None = None
     source = topics.create_topic(bootstrap, topics.unique_name(f"eng-{pipeline}-in"), partitions, LOG_APPEND_TIME)
     sink = topics.create_topic(
         bootstrap, topics.unique_name(f"eng-{engine}-{pipeline}-out"), partitions, LOG_APPEND_TIME
@@ -445,10 +496,18 @@ def run(
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
         with placed(placement, broker_pid) as engine_cores:
-            topics.produce_json(bootstrap, source, [priming_event(i) for i in range(PRIMING)])
+            topics.produce_json(bootstrap, source, [priming_event(i, pipeline) for i in range(PRIMING)])
             began = time.monotonic()
             proc = start_engine(
-                engine, pipeline, source, sink, {**conf, **ALWAYS[engine]}, bootstrap, cores=engine_cores
+                engine,
+                pipeline,
+                source,
+                sink,
+                {**conf, **ALWAYS[engine]},
+                bootstrap,
+                spark_args=spark_args,
+                cores=engine_cores,
+                jvm_options=jvm_options,
             )
             sampler = TreeSampler(proc.pid).start()
             wait_until_primed(proc, bootstrap, pipeline, sink, timeout_s=300.0)
@@ -478,6 +537,8 @@ def run(
                     f"sink={end_offsets(consumer, sink):>8}"
                 )
 
+            if watch is not None:
+                watching = watch(_java_pids(engine_pids), sink, time.time())
             stats = loadgen.produce_at_rate(
                 bootstrap, source, rate, warmup + seconds, event=engine_event, progress=progress, progress_every_s=5.0
             )
@@ -500,6 +561,7 @@ def run(
                 raise LabError(
                     f"the {engine} engine exited mid-run; the end of {proc.log}:\n{processes.tail(proc.log)}"
                 )
+            watched = watching.stop() if watching is not None else None
             vertices = flink_counts_settled(rest, job, PRIMING + stats.sent) if rest and job else []
             drain_s = end_at - (produce_from + warmup + seconds)
             sampler.stop()
@@ -559,13 +621,17 @@ def run(
             "key_space": keyspace.describe(),
             "enrichment_match_share": matched_share(stats.sent) if pipeline == "enrich" else None,
             "source_partition_records": [partition_counts.get(p, 0) for p in range(PARTITIONS)],
-            "task_shares": task_shares(pipeline, values, partition_counts, max_parallelism),
+            "task_shares": task_shares(
+                pipeline, values, partition_counts, max_parallelism, shuffle_partitions or PARTITIONS
+            ),
             "flink_counted_task_records": flink_counted(vertices) if engine == "flink" else None,
             "flink_vertices": vertices or None,
             "readback": readback,
             "series_fields": SERIES_FIELDS,
             "series": per_second(measured.latencies, rate, source_records, sink_records, first_generated),
         }
+        if watched is not None:
+            result["watch"] = watched
         say(
             f"  {percentiles.format_summary(summary)}  missing={measured.missing}  cpu={cpu_s:.1f}s  rss={rss_peak} MiB"
             f"  cores busy {core_busy}"
@@ -574,12 +640,31 @@ def run(
         return result
     finally:
         consumer.close()
+        if watching is not None:
+            watching.stop()
         if sampler is not None:
             sampler.stop()
         if proc is not None and proc.running():
             proc.stop()
         for name in (source, sink):
             topics.delete_topic(bootstrap, name)
+
+
+class Watch(Protocol):
+    """What `run`'s `watch` returns: something running beside the run, stopped (more than once is harmless) with a
+    summary of what it saw."""
+
+    def stop(self) -> dict: ...
+
+
+def _java_pids(pids: list[int]) -> list[int]:
+    """The JVMs among `pids` (the engine's Python driver and launchers are not)."""
+    found = []
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).name() == "java":
+                found.append(pid)
+    return found
 
 
 def _cores_or_empty(pid: int) -> set[int]:

@@ -1,11 +1,13 @@
 """The Spark side of `bench.py engines`: one comparison pipeline in real-time mode, alone in its own process.
 
     python -m rtm_lab.benchmarks.engine_spark PIPELINE SOURCE SINK CHECKPOINT [--batch-duration D] [--tiers FILE]
-        [--conf KEY=VALUE ...]
+        [--slots N] [--conf KEY=VALUE ...]
 
 The engine benchmark starts this and measures the CPU and memory of its whole process tree (this Python driver and
 the JVM it launches), so nothing else runs here: no generator, no reader. The query is the one the guide shows
 (snippets/guides/rtm_or_flink_spark.py, `start_pipeline`) on the lab's session builder. It runs until stopped.
+PIPELINE may also be `dedup-user`, the deduplication keyed by user (a bounded key space) that `bench.py dedup-stall`
+sets beside the guide's deduplication by id.
 
 Once the query runs, one line starting READBACK gives what the JVM really runs with (its garbage collectors, input
 arguments, Java version, pid): the benchmark reads it from this process's log rather than trusting what it asked for.
@@ -18,6 +20,10 @@ import re
 import sys
 import time
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from rtm_lab.benchmarks.engine_output import DEDUP_BY_USER
 from rtm_lab.spark import spark_session
 from snippets.guides.rtm_or_flink_spark import BATCH_DURATION, PIPELINES, enrich, read_events, start_pipeline, write
 
@@ -26,9 +32,15 @@ READBACK = "READBACK "
 SLOTS = 4  # 2 source tasks + 2 shuffle tasks: the stateful pipelines' real-time stages all run at once
 
 
+def dedup_by_user(events: DataFrame) -> DataFrame:
+    """The guide's deduplication keyed by user: its state holds at most the key space's users, however long it runs."""
+    first = events.dropDuplicates(["user"])
+    return first.select("key", F.to_json(F.struct("id", "user", "amount", "created_ms")).alias("value"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rtm_lab.benchmarks.engine_spark", description=__doc__)
-    parser.add_argument("pipeline", choices=PIPELINES)
+    parser.add_argument("pipeline", choices=[*PIPELINES, DEDUP_BY_USER])
     parser.add_argument("source")
     parser.add_argument("sink")
     parser.add_argument("checkpoint", help="the query's checkpoint folder (also this process's identity)")
@@ -40,14 +52,20 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the real-time batch duration (default {BATCH_DURATION!r})",
     )
     parser.add_argument("--tiers", help="a JSON file of [user, tier] rows for the enrichment (default: the guide's)")
+    parser.add_argument(
+        "--slots", type=int, default=SLOTS, help=f"local slots: source plus shuffle tasks (default {SLOTS})"
+    )
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     args = parser.parse_args(argv)
     conf = dict(item.split("=", 1) for item in args.conf)
-    spark = spark_session(f"engines-{args.pipeline}", slots=SLOTS, conf=conf)
+    spark = spark_session(f"engines-{args.pipeline}", slots=args.slots, conf=conf)
     bootstrap = os.environ["KAFKA_BOOTSTRAP_SERVERS"]
     if args.pipeline == "enrich" and args.tiers:
         with open(args.tiers) as rows:
             out = enrich(read_events(spark, bootstrap, args.source), [tuple(row) for row in json.load(rows)])
+        query = write(out, bootstrap, args.sink, args.checkpoint, args.interval)
+    elif args.pipeline == DEDUP_BY_USER:
+        out = dedup_by_user(read_events(spark, bootstrap, args.source))
         query = write(out, bootstrap, args.sink, args.checkpoint, args.interval)
     else:
         query = start_pipeline(spark, args.pipeline, bootstrap, args.source, args.sink, args.checkpoint, args.interval)

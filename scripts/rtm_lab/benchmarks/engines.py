@@ -259,7 +259,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     extra.add_argument(
         "--capacity",
         action="store_true",
-        help="instead of latency runs: step the rate up on transform and count until each engine falls behind",
+        help="the first doubling ladder (one run a step), kept to extend engines.json; `bench.py engine-capacity` "
+        "searches each engine's limit with 3 runs a step",
     )
 
 
@@ -294,7 +295,7 @@ def main(args: argparse.Namespace, command: str) -> int:
     if args.list:
         for cell in cells:
             print(run_id(*cell) + ("" if cell in todo else "   (in the results file)"))
-        minutes = sum(_estimate_s(cell, seconds, warmup) for cell in todo) / 60
+        minutes = sum(estimate_s(cell, seconds, warmup) for cell in todo) / 60
         print(f"about {minutes:.0f} minutes for the {len(todo)} runs to make ({args.placement})")
         return 0
     if not cells:
@@ -336,7 +337,7 @@ def main(args: argparse.Namespace, command: str) -> int:
     return 1 if engines_report.disagreements(result) else 0
 
 
-def _estimate_s(cell: tuple, seconds: float, warmup: float) -> float:
+def estimate_s(cell: tuple, seconds: float, warmup: float) -> float:
     """A run's wall time on a quiet 2-core machine: about 12 s to start and prime, the run, and about 50 us per event
     to generate, read back, pair and place (the first harness's 56 runs took 87 minutes: 79 s a run at 1,000
     events/s, 105 s at 10,000). PyFlink's Python worker adds to the enrichment's start."""

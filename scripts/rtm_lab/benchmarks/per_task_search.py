@@ -5,6 +5,11 @@ A step's rate is held at a bound when 3 runs all held by the project's rule (rtm
 bound; it is not held as soon as one run was not, so a failed step costs one run. The search doubles the rate until a step is not held at 100 ms, then narrows the bracket geometrically
 until the lowest rate not held is within 10 % of the highest held; then the same for 1 s, from the steps already run.
 A step the generator could not offer ends the shape's search.
+
+The engine capacity search (`bench.py engine-capacity`) reuses this bracketing with its own choices: one bound
+(held_rate.BOUND_MS), every step run `runs_per_step` times whatever its first runs showed (`settle_early=False`), and a
+step the generator could not offer taken as the search's ceiling rather than its end (`short_ends_search=False`), so
+the bracket narrows below it and the summary can say the machine, not the engine, set the limit.
 """
 
 import math
@@ -32,10 +37,13 @@ def steps(runs: list[dict], runs_per_step: int) -> dict[float, list[dict]]:
     return {rate: done for rate, done in sorted(by_rate.items()) if len(done) >= runs_per_step}
 
 
-def step_verdict(runs: list[dict], bound_ms: float, runs_per_step: int = 1) -> str | None:
+def step_verdict(runs: list[dict], bound_ms: float, runs_per_step: int = 1, settle_early: bool = True) -> str | None:
     """A step is held at a bound when `runs_per_step` runs all held; not held as soon as one run was not (more runs
-    cannot make it held); None while it is neither. A short generator voids the step."""
+    cannot make it held); None while it is neither. A short generator voids the step. With `settle_early` False a
+    step has no verdict before its `runs_per_step` runs, whatever the first ones showed."""
     verdicts = [run_verdict(run, bound_ms) for run in runs]
+    if not settle_early and len(verdicts) < runs_per_step:
+        return None
     if held_rate.GENERATOR_SHORT in verdicts:
         return held_rate.GENERATOR_SHORT
     if any(v != held_rate.HELD for v in verdicts):
@@ -43,11 +51,11 @@ def step_verdict(runs: list[dict], bound_ms: float, runs_per_step: int = 1) -> s
     return held_rate.HELD if len(verdicts) >= runs_per_step else None
 
 
-def decided(runs: list[dict], bound_ms: float, runs_per_step: int) -> dict[float, str]:
+def decided(runs: list[dict], bound_ms: float, runs_per_step: int, settle_early: bool = True) -> dict[float, str]:
     """Each step's verdict at a bound, for the steps it is known for."""
     out = {}
     for rate, step in steps(runs, 1).items():
-        verdict = step_verdict(step, bound_ms, runs_per_step)
+        verdict = step_verdict(step, bound_ms, runs_per_step, settle_early)
         if verdict is not None:
             out[rate] = verdict
     return out
@@ -67,15 +75,27 @@ def _round(rate: float) -> float:
     return float(round(rate, digits))
 
 
-def next_rate(runs: list[dict], start: float, runs_per_step: int = RUNS_PER_STEP) -> tuple[float | None, str]:
+def next_rate(
+    runs: list[dict],
+    start: float,
+    runs_per_step: int = RUNS_PER_STEP,
+    bounds: tuple[float, ...] = BOUNDS_MS,
+    settle_early: bool = True,
+    short_ends_search: bool = True,
+) -> tuple[float | None, str]:
     """The rate of the next run, or (None, why the search ended). A step gets more runs only while its verdict at
-    the bound being searched is open: one run not held settles it, a held step takes `runs_per_step` runs."""
+    the bound being searched is open: one run not held settles it (with `settle_early`), a held step takes
+    `runs_per_step` runs. A step the generator could not offer ends the search, or with `short_ends_search` False
+    bounds it from above like a step not held."""
     if not runs:
         return start, "first step"
-    if any(v == held_rate.GENERATOR_SHORT for v in decided(runs, BOUNDS_MS[0], runs_per_step).values()):
+    first = decided(runs, bounds[0], runs_per_step, settle_early)
+    if short_ends_search and any(v == held_rate.GENERATOR_SHORT for v in first.values()):
         return None, GENERATOR_LIMIT
-    for bound in BOUNDS_MS:
-        verdicts = decided(runs, bound, runs_per_step)
+    for bound in bounds:
+        verdicts = decided(runs, bound, runs_per_step, settle_early)
+        if not short_ends_search:
+            verdicts = {r: held_rate.NOT_HELD if v == held_rate.GENERATOR_SHORT else v for r, v in verdicts.items()}
         open_steps = [rate for rate in steps(runs, 1) if rate not in verdicts]
         if open_steps:
             return min(open_steps), f"more runs for {bound} ms"
@@ -84,7 +104,7 @@ def next_rate(runs: list[dict], start: float, runs_per_step: int = RUNS_PER_STEP
             return _round(max(verdicts) * 2), f"doubling for {bound} ms"
         if low is None:
             if high / 2 < MIN_RATE:
-                if bound == BOUNDS_MS[-1]:
+                if bound == bounds[-1]:
                     return None, TOO_SLOW
                 continue
             return _round(min(verdicts) / 2), f"halving for {bound} ms"

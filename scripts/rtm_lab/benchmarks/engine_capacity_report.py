@@ -1,0 +1,97 @@
+"""The table of `bench.py engine-capacity`, from its results file (docs/results/engine-capacity-PLACEMENT.json).
+
+One table per pipeline, one row per rate either engine ran: each engine's runs at that rate, median p99 (range), the
+share of the rate its generator reached, and the step's verdict by the held-rate rule. Under it, each engine's
+capacity: the highest rate held below the lowest one not held, how tight that bracket is, and what set the limit (the
+engine, or the machine when the ceiling is a step the generator could not offer).
+"""
+
+import statistics
+from pathlib import Path
+
+from rtm_lab.benchmarks import engines_report, held_rate, per_task_search, run_record
+from rtm_lab.generated import generated_note, markdown_table
+
+LABELS = {"spark": "Real-time mode", "flink": "Flink"}
+PIPELINES = ("transform", "count")
+
+
+def _step(runs: list[dict], per_step: int) -> list[str]:
+    """One engine's four columns at one rate: runs, p99 median (range), generator's share reached, the verdict."""
+    if not runs:
+        return ["-", "-", "-", "not run"]
+    verdict = per_task_search.step_verdict(runs, held_rate.BOUND_MS, per_step, settle_early=False) or "open"
+    reached = statistics.median(r["reached_rate"] / r["rate"] for r in runs) * 100
+    return [str(len(runs)), engines_report.spread_cell(runs, "p99_ms"), f"{reached:.1f} %", verdict]
+
+
+def capacity(runs: list[dict], per_step: int) -> dict:
+    """One search's result: the bracket, its width and what set the ceiling (None while open)."""
+    verdicts = per_task_search.decided(runs, held_rate.BOUND_MS, per_step, settle_early=False)
+    as_not_held = {r: held_rate.NOT_HELD if v == held_rate.GENERATOR_SHORT else v for r, v in verdicts.items()}
+    low, high = per_task_search.bracket(as_not_held)
+    limit = None
+    if high is not None:
+        limit = "the machine (generator short)" if verdicts[high] == held_rate.GENERATOR_SHORT else "the engine"
+    return {
+        "held_rate": low,
+        "not_held_rate": high,
+        "bracket_pct": round((high / low - 1) * 100, 1) if low and high else None,
+        "limited_by": limit,
+    }
+
+
+def markdown(result: dict) -> str:
+    lines = [generated_note(f"python scripts/tables.py engine-capacity-{result['settings']['placement']}"), ""]
+    if not result["runs"]:
+        return "\n".join([*lines, "No run yet: `python scripts/bench.py engine-capacity`.", ""])
+    per_step = result["settings"]["runs_per_step"]
+    summary = []
+    for pipeline in PIPELINES:
+        mine = {e: [r for r in result["runs"] if r["pipeline"] == pipeline and r["engine"] == e] for e in LABELS}
+        if not any(mine.values()):
+            continue
+        by_rate = {e: per_task_search.steps(runs, 1) for e, runs in mine.items()}
+        rates = sorted({rate for steps in by_rate.values() for rate in steps})
+        header = ["Events/s"] + [f"{LABELS[e]}: {c}" for e in LABELS for c in ("runs", "p99 ms", "generator", "step")]
+        rows = [
+            [f"{rate:,.0f}", *(cell for e in LABELS for cell in _step(by_rate[e].get(rate, []), per_step))]
+            for rate in rates
+        ]
+        lines += [f"**{pipeline}**", "", markdown_table(header, rows, ["right"] * len(header))]
+        for engine, runs in mine.items():
+            if not runs:
+                continue
+            got = capacity(runs, per_step)
+            if got["not_held_rate"] is None:
+                text = f"held every step up to {max(r['rate'] for r in runs):,.0f} so far (search open)"
+            else:
+                held = "none" if got["held_rate"] is None else f"{got['held_rate']:,.0f}"
+                text = (
+                    f"{held} held, {got['not_held_rate']:,.0f} not"
+                    + (f" ({got['bracket_pct']:.0f} % apart)" if got["bracket_pct"] is not None else "")
+                    + f"; limited by {got['limited_by']}"
+                )
+            summary.append(f"- {pipeline}, {LABELS[engine]}: {text}")
+    s = result["settings"]
+    verdicts = [
+        held_rate.verdict(r.get("p99_ms"), r.get("lost"), r["rate"], r.get("reached_rate")) for r in result["runs"]
+    ]
+    window = f"each run's {s['seconds']:.0f} s after a {s['warmup_s']:.0f} s warm-up"
+    lines += [
+        "Capacity (events/s):",
+        "",
+        *summary,
+        "",
+        held_rate.caption(window, verdicts)
+        + f" A step is held when all its {per_step} runs held. Tuned settings; {s['placement']} placement.",
+        "",
+    ]
+    lines += run_record.record_lines(result["runs"][-1], runs=len(result["runs"]), records=result["runs"])
+    return "\n".join(lines) + "\n"
+
+
+def write(result: dict, json_path: Path) -> Path:
+    md = json_path.with_suffix(".md")
+    md.write_text(markdown(result))
+    return md
