@@ -18,6 +18,7 @@ and for Flink also counted by Flink), a per-second series (p50, p99, max, in and
 the measured window. Placement "isolated" pins the engine to one core and the broker and this harness to the other.
 """
 
+import bisect
 import contextlib
 import json
 import os
@@ -29,7 +30,6 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Protocol
 
@@ -107,29 +107,47 @@ def _answered_by_id(pipeline: str, seq: int, from_id: int) -> bool:
     if pipeline == "dedup":
         return event["id"] == seq
     if pipeline == DEDUP_BY_USER:
-        return seq in _first_of_each_user(seq + 1)
+        return _FIRSTS.is_first(seq)
     return pipeline != "enrich" or kept(event)
 
 
-@cache
-def _first_of_each_user(sent: int) -> frozenset[int]:
-    """The sequence numbers, among the first `sent`, of each user's first event (what the user-keyed deduplication
-    keeps; the priming events' users are their own, so they take none away)."""
-    seen: set[str] = set()
-    first = set()
-    for seq in range(sent):
-        name = keyspace.user_of(engine_event(seq)["id"])
-        if name not in seen:
-            seen.add(name)
-            first.add(seq)
-    return frozenset(first)
+class _FirstOfEachUser:
+    """The sequence numbers of each user's first event (what the user-keyed deduplication keeps; the priming
+    events' users are their own, so they take none away), found once by scanning the events in order."""
+
+    def __init__(self) -> None:
+        self.scanned = 0
+        self.seen: set[str] = set()
+        self.firsts: list[int] = []  # in order
+        self.first_set: set[int] = set()
+
+    def _scan(self, sent: int) -> None:
+        for seq in range(self.scanned, sent):
+            name = keyspace.user_of(engine_event(seq)["id"])
+            if name not in self.seen:
+                self.seen.add(name)
+                self.firsts.append(seq)
+                self.first_set.add(seq)
+        self.scanned = max(self.scanned, sent)
+
+    def below(self, sent: int) -> list[int]:
+        """Each user's first event among the first `sent`, in order."""
+        self._scan(sent)
+        return self.firsts[: bisect.bisect_left(self.firsts, sent)]
+
+    def is_first(self, seq: int) -> bool:
+        self._scan(seq + 1)
+        return seq in self.first_set
+
+
+_FIRSTS = _FirstOfEachUser()
 
 
 def answering_seqs(pipeline: str, sent: int) -> list[int]:
     """The sequence numbers of the events among the first `sent` that the record pipeline answers with an output,
     in order: where a run's outputs should have got to (rtm_lab.benchmarks.stall_watch)."""
     if pipeline == DEDUP_BY_USER:
-        return sorted(_first_of_each_user(sent))
+        return _FIRSTS.below(sent)
     return [seq for seq in range(sent) if _answered_by_id(pipeline, seq, 0)]
 
 
@@ -166,7 +184,7 @@ def expected_outputs(pipeline: str, sent: int) -> int | None:
     if pipeline == "enrich":
         return PRIMING + sum(1 for s in range(sent) if kept(engine_event(s)))
     if pipeline == DEDUP_BY_USER:
-        return PRIMING + len(_first_of_each_user(sent))
+        return PRIMING + len(_FIRSTS.below(sent))
     return PRIMING + len({engine_event(s)["id"] for s in range(sent)})
 
 

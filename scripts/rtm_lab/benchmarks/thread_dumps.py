@@ -19,7 +19,7 @@ TOP_FRAMES = 4
 
 _HEADER = re.compile(r'^"(?P<name>.*)" (?:#\d+ )?.*?cpu=(?P<cpu>[\d.]+)ms.*?nid=(?P<nid>0x[0-9a-f]+|\d+)')
 _STATE = re.compile(r"^\s+java\.lang\.Thread\.State: (?P<state>\S+)")
-_FRAME = re.compile(r"^\s+at (?P<frame>\S+)")
+_FRAME = re.compile(r"^\s+at (?P<frame>.+?)\s*$")
 
 
 @dataclass
