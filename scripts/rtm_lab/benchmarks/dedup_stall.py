@@ -258,7 +258,8 @@ def one_run(cell: Cell, repeat: int, settings: dict, state, artefacts: Path, say
         watch=watch,
     )
     gc_texts = {path.stem.removeprefix("gc-"): path.read_text(errors="replace") for path in gc_log.logs(folder)}
-    out = row(cell, repeat, figures, gc_texts, settings, str(folder.relative_to(PROJECT_ROOT)))
+    kept_in = folder.relative_to(PROJECT_ROOT) if folder.is_relative_to(PROJECT_ROOT) else folder
+    out = row(cell, repeat, figures, gc_texts, settings, str(kept_in))
     gzip_folder(folder)
     return out
 
