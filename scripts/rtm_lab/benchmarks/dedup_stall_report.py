@@ -6,6 +6,7 @@ measured window, and the busiest thread in the first stalled run's dumps. The pl
 over the run, one panel per cell, the threshold dashed: where in a run the stall came, and whether it came back.
 """
 
+import statistics
 from pathlib import Path
 
 from rtm_lab.benchmarks import dedup_cells, engines_report, figures, run_record
@@ -35,6 +36,16 @@ def _gc_cell(runs: list[dict]) -> str:
     return total if longest is None else f"{total}; longest {engines_report._num(longest)}"
 
 
+def outputs_per_s(run: dict, warmup_s: float) -> float | None:
+    """The median outputs per second over the run's measured seconds (the warm-up left out), from its series."""
+    fields, series = run.get("series_fields"), run.get("series") or []
+    if not fields or not series:
+        return None
+    t, out = fields.index("second"), fields.index("out_per_s")
+    values = [row[out] for row in series if row[t] >= warmup_s]
+    return float(statistics.median(values)) if values else None
+
+
 def _busiest(runs: list[dict]) -> str:
     for run in runs:
         busiest = (run.get("stall") or {}).get("busiest") or []
@@ -55,6 +66,7 @@ def markdown(result: dict) -> str:
     for name, runs in grouped.items():
         stall = [{"over": (r.get("stall") or {}).get("series_seconds_over")} for r in runs]
         stalled = sum(1 for s in stall if (s["over"] or 0) > 0)
+        outs = [{"out": outputs_per_s(r, result["settings"]["warmup_s"])} for r in runs]
         changed = runs[0].get("changed") or []
         rows.append(
             [
@@ -63,6 +75,7 @@ def markdown(result: dict) -> str:
                 len(runs),
                 engines_report.spread_cell(runs, "p50_ms"),
                 engines_report.spread_cell(runs, "p99_ms"),
+                engines_report.spread_cell(outs, "out"),
                 engines_report.spread_cell(stall, "over"),
                 f"{stalled} of {len(runs)}",
                 _gc_cell(runs),
@@ -75,18 +88,22 @@ def markdown(result: dict) -> str:
         "Runs",
         "p50 ms",
         "p99 ms",
+        "Outputs/s",
         f"Seconds with p99 > {threshold:,.0f} ms",
         "Runs that stalled",
         "GC paused ms (window)",
         "Busiest thread in the stall's dumps: top frame",
     ]
-    lines.append(markdown_table(header, rows, ["", "", "right", "right", "right", "right", "right", "right", ""]))
+    lines.append(
+        markdown_table(header, rows, ["", "", "right", "right", "right", "right", "right", "right", "right", ""])
+    )
     s = result["settings"]
     lines += [
         f"Cells are ENGINE/KEYS/WAIT/pSHUFFLE-PARTITIONS/PLACEMENT at {s['rate']:,} events/s, "
         f"{s['warmup_s']:.0f} s warm-up then {s['seconds']:.0f} s measured; median (range) over the runs. "
         f"A run stalled when a measured second's p99 passed {threshold:,.0f} ms. "
-        "GC paused: the engine JVM's stop-the-world pauses in the measured window, from its `-Xlog:gc*` log. "
+        "Outputs/s: the median of the measured seconds (the user-keyed deduplication writes each user's first event "
+        "only, so its outputs dwindle). GC paused: the engine JVM's stop-the-world pauses in the measured window, from its `-Xlog:gc*` log. "
         "The dumps (`jcmd Thread.print`, three a second apart) are taken when the live lag first passes the threshold; "
         "the busiest thread used the most CPU between them.",
         "",
