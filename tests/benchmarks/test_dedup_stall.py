@@ -8,9 +8,9 @@ are whatever that smoke measured, and the tests check only how the row is derive
 
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from bench_help import bench_help
 
 from rtm_lab import cli, machine
 from rtm_lab.benchmarks import (
@@ -24,11 +24,9 @@ from rtm_lab.benchmarks import (
     thread_dumps,
 )
 from rtm_lab.keyspace import user_of
-from rtm_lab.paths import PROJECT_ROOT
 from rtm_lab.topics import Record
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dedup_stall"
-BENCH = [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "dedup-stall"]
 
 
 # ---------------------------------------------------------------- the plan
@@ -226,8 +224,8 @@ def listed(argv: list[str], capsys) -> tuple[int, str, str]:
 
 
 def test_help_names_the_factors_and_the_list_shows_the_runs_left_and_their_time(tmp_path, capsys):
-    shown = subprocess.run([*BENCH, "--help"], capture_output=True, text=True, timeout=60, check=False)
-    assert shown.returncode == 0 and "--until HH:MM" in shown.stdout and "--stall-ms" in shown.stdout
+    shown = bench_help("dedup-stall", capsys)
+    assert "--until HH:MM" in shown and "--stall-ms" in shown
     out = tmp_path / "ds.json"
     code, text, _ = listed(["--list", "--json", str(out)], capsys)
     assert code == 0 and "33 of 33 runs left (11 cells; the full factorial has 24 Spark cells), about" in text

@@ -3,17 +3,14 @@
 `--help` and `--list`."""
 
 import json
-import subprocess
-import sys
 
 import pytest
+from bench_help import bench_help
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import engine_capacity_report, engine_capacity_search, held_rate
 from rtm_lab.errors import LabError
-from rtm_lab.paths import PROJECT_ROOT
 
-BENCH = [sys.executable, str(PROJECT_ROOT / "scripts" / "bench.py"), "engine-capacity"]
 SETTINGS = {"start_rate": 10_000.0, "runs_per_step": 3, "seconds": 60.0, "warmup_s": 5.0, "placement": "shared"}
 
 
@@ -76,8 +73,8 @@ def test_the_table_gives_both_engines_median_p99_at_each_step():
 
 
 def test_help_and_list_show_each_search_and_its_expected_time(tmp_path, capsys):
-    shown = subprocess.run([*BENCH, "--help"], capture_output=True, text=True, timeout=60, check=False)
-    assert shown.returncode == 0 and "--placement" in shown.stdout and "--until HH:MM" in shown.stdout
+    shown = bench_help("engine-capacity", capsys)
+    assert "--placement" in shown and "--until HH:MM" in shown
     parser = cli.Parser(prog="engine-capacity")
     engine_capacity_search.add_arguments(parser)
     out = tmp_path / "cap.json"
