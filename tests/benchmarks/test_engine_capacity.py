@@ -8,7 +8,7 @@ import pytest
 from bench_help import bench_help
 
 from rtm_lab import cli
-from rtm_lab.benchmarks import engine_capacity_report, engine_capacity_search, held_rate
+from rtm_lab.benchmarks import engine_capacity_report, engine_capacity_search, engines_report, held_rate
 from rtm_lab.errors import LabError
 
 SETTINGS = {"start_rate": 10_000.0, "runs_per_step": 3, "seconds": 60.0, "warmup_s": 5.0, "placement": "shared"}
@@ -87,3 +87,16 @@ def test_help_and_list_show_each_search_and_its_expected_time(tmp_path, capsys):
     out.write_text(json.dumps({"benchmark": "other"}))
     with pytest.raises(LabError, match="not an engine-capacity results file"):
         engine_capacity_search.main(parser.parse_args(["--list", "--json", str(out)]), "bench.py engine-capacity")
+
+
+def test_a_results_file_refuses_runs_of_another_machine_or_other_settings():
+    here = {"cores": 2, "memory_gib": 8, "cpu_model": "x", "os": "y"}
+    settings = {**SETTINGS, "bound_ms": held_rate.BOUND_MS}
+    result = {"settings": settings, "runs": [{**fake("spark", 10_000, 1e9), "machine": here}]}
+    key = engines_report.machine_key({"machine": here})
+    assert engine_capacity_search.refusal(result, settings, key) is None
+    elsewhere = engines_report.machine_key({"machine": {**here, "cores": 4}})
+    assert "was measured on 2 cores" in (engine_capacity_search.refusal(result, settings, elsewhere) or "")
+    isolated = {**settings, "placement": "isolated"}
+    assert "holds runs made with" in (engine_capacity_search.refusal(result, isolated, key) or "")
+    assert engine_capacity_search.refusal({"runs": []}, isolated, elsewhere) is None
