@@ -64,7 +64,9 @@ def markdown(result: dict) -> str:
                 continue
             got = capacity(runs, per_step)
             if got["not_held_rate"] is None:
-                text = f"held every step up to {max(r['rate'] for r in runs):,.0f} so far (search open)"
+                held = got["held_rate"]
+                text = "no step decided yet" if held is None else f"{held:,.0f} held so far"
+                text += " (search open)"
             else:
                 held = "none" if got["held_rate"] is None else f"{got['held_rate']:,.0f}"
                 text = (

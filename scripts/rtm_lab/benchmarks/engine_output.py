@@ -5,10 +5,11 @@ the broker's: both topics use LogAppendTime, so a latency is the sink record's a
 as in `bench.py latency`, and neither the generator nor the reader is timed.
 
 Which source record an output answers, per pipeline:
-- transform, enrich, dedup (and dedup-user, keyed by user) write one record per event they keep, keyed by the
-  event's id. The k-th output of an id
+- transform, enrich, dedup write one record per event they keep, keyed by the event's id. The k-th output of an id
   answers the k-th input of that id (one key stays in one partition on both topics, in order), so a redelivered id is
   paired with its own copy.
+- dedup-user (the benchmark's deduplication keyed by user) writes one record per user: the event it kept, paired
+  by id.
 - count writes a user's new count. An event is answered by the first record of its user whose count reached the
   event's rank among that user's events in arrival order: if an engine folds several events into one update, each of
   them is answered by that update.
@@ -28,7 +29,7 @@ from rtm_lab.topics import Record
 # The deduplication keyed by user instead of id: a bounded key space (the keyspace's users), for `bench.py
 # dedup-stall`; Spark only (rtm_lab.benchmarks.engine_spark), not one of the guide's pipelines.
 DEDUP_BY_USER = "dedup-user"
-RECORD_PIPELINES = ("transform", "enrich", "dedup", DEDUP_BY_USER)
+RECORD_PIPELINES = ("transform", "enrich", "dedup")
 # Fields that are a broker time, not content: left out of the digest.
 TIME_FIELDS = ("source_ts_ms",)
 
@@ -72,6 +73,8 @@ def measure(pipeline: str, source: list[Record], sink: list[Record], seq_of, kep
     result = Measured(digest=digest(pipeline, sink), delivered=len(sink))
     if pipeline == "count":
         _measure_count(source, sink, seq_of, result)
+    elif pipeline == DEDUP_BY_USER:
+        _measure_first_per_user(source, sink, seq_of, result)
     elif pipeline in RECORD_PIPELINES:
         _measure_records(pipeline, source, sink, seq_of, kept, result)
     else:
@@ -84,12 +87,10 @@ def _measure_records(pipeline, source, sink, seq_of, kept, result: Measured) -> 
     seen_ids: set = set()
     for record in _in_order(source):
         value = _value(record)
-        if pipeline in ("dedup", DEDUP_BY_USER):
-            # The deduplication keeps each id's first event; the user-keyed one each user's first.
-            seen = value["id"] if pipeline == "dedup" else value["user"]
-            if seen in seen_ids:
+        if pipeline == "dedup":
+            if value["id"] in seen_ids:
                 continue
-            seen_ids.add(seen)
+            seen_ids.add(value["id"])
         elif pipeline == "enrich" and not kept(value):
             continue
         wanted[str(value["id"])].append((seq_of(value), record.timestamp_ms))
@@ -105,6 +106,29 @@ def _measure_records(pipeline, source, sink, seq_of, kept, result: Measured) -> 
         seq, source_ts = wanted[key][k]
         result.latencies.append((seq, record.timestamp_ms - source_ts))
     result.missing = sum(max(len(v) - answered[key], 0) for key, v in wanted.items())
+
+
+def _measure_first_per_user(source, sink, seq_of, result: Measured) -> None:
+    """The user-keyed deduplication writes one event per user: whichever of the user's events reached its task first.
+    A user's events are spread over both partitions, so which one that is depends on arrival across partitions; the
+    output is paired with the input it kept (by id, its first copy), and a user with no output is missing."""
+    first_copy: dict[str, tuple[int, int]] = {}  # id -> (seq, source ts) of its first copy
+    users: set[str] = set()
+    for record in sorted(source, key=lambda r: r.timestamp_ms):
+        value = _value(record)
+        users.add(value["user"])
+        first_copy.setdefault(str(value["id"]), (seq_of(value), record.timestamp_ms))
+    result.expected = len(users)
+    answered: set[str] = set()
+    for record in _in_order(sink):
+        value = _value(record)
+        if value["user"] in answered or str(value["id"]) not in first_copy:
+            result.duplicates += 1
+            continue
+        answered.add(value["user"])
+        seq, source_ts = first_copy[str(value["id"])]
+        result.latencies.append((seq, record.timestamp_ms - source_ts))
+    result.missing = len(users - answered)
 
 
 def _measure_count(source, sink, seq_of, result: Measured) -> None:
