@@ -13,7 +13,7 @@ topics, key space, read-back and per-second series), tuned profile, with three a
   (rtm_lab.benchmarks.stall_watch, thread_dumps);
 - the per-second p99 read against the same threshold: the first second over it, and how many seconds were.
 
-GC logs and dumps are kept, gzipped, under results/dedup-stall/RUN/ at the project root (not in docs/); the rows go
+GC logs and dumps are kept, gzipped, under docs/results/dedup-stall-runs/RUN/ (left out of the site); the rows go
 to docs/results/dedup-stall.json, run by run, so a stopped measurement resumes where it stopped. A results file holds
 one machine and one set of run settings. The lead's run, then the table and plot from the file:
 
@@ -48,7 +48,7 @@ from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "docs" / "results" / "dedup-stall.json"
-ARTEFACTS = PROJECT_ROOT / "results" / "dedup-stall"
+ARTEFACTS = PROJECT_ROOT / "docs" / "results" / "dedup-stall-runs"
 SECONDS, WARMUP_S = 60.0, 5.0
 QUICK_SECONDS, QUICK_WARMUP_S = 6.0, 2.0
 STALL_MS = 1000.0  # half the held-rate bound (rtm_lab.benchmarks.held_rate): a stall is caught before it fails a run
