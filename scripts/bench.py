@@ -7,6 +7,7 @@ import sys
 
 from rtm_lab import cli
 from rtm_lab.benchmarks import boundary_settings as bench_settings
+from rtm_lab.benchmarks import checkpoint_flink as bench_checkpoint_flink
 from rtm_lab.benchmarks import checkpoint_storage as bench_checkpoint
 from rtm_lab.benchmarks import engines as bench_engines
 from rtm_lab.benchmarks import latency as bench_latency
@@ -48,6 +49,11 @@ BENCHMARKS = (
         "checkpoint-storage",
         bench_checkpoint,
         "checkpoints on the lab's S3 store at a set delay per request: stall per boundary, requests, the model",
+    ),
+    (
+        "checkpoint-storage-flink",
+        bench_checkpoint_flink,
+        "Flink beside it: a checkpoint every 5 s on local disk and on the S3 store, its cost to the records passing",
     ),
 )
 
