@@ -12,7 +12,7 @@
                                                  (scripts/rtm_lab/skillgen/templates/can-i.md) and the version matrix
   python scripts/tables.py when-to-use           the front page's micro-batch or real-time table, from the table in
                                                  Setup's "When to use it, and when not"
-  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines, checkpoint-storage   likewise, from their JSON
+  python scripts/tables.py ad-attribution-latency, kafka-tuning, sink, sink-5s, sink-dwell, sink-stretch, recovery, boundary-settings, engines, checkpoint-storage, checkpoint-storage-flink   likewise, from their JSON
   python scripts/tables.py retry-outcomes        likewise, from retry-outcomes.json
   python scripts/tables.py per-task-throughput   the per-task capacity table, from per-task-throughput.json; skipped
                                                  while that file does not exist (nothing is shown before a run)
@@ -194,6 +194,16 @@ def _engines_old_and_new(results: Path) -> str:
         raise RenderError(f"engines-old-new: {exc}") from exc
 
 
+def _checkpoint_storage_flink(results: Path) -> str:
+    """Flink's checkpoint-storage tables, or a line saying how to measure them: the page includes the file either way."""
+    from rtm_lab.benchmarks import checkpoint_flink_report
+
+    path = results / "checkpoint-storage-flink.json"
+    if not path.is_file():
+        return checkpoint_flink_report.placeholder()
+    return checkpoint_flink_report.markdown(json.loads(path.read_text()))
+
+
 def _glossary(results: Path) -> str:
     """The glossary page's entries, from the one file the term check reads too."""
     from rtm_lab import terms
@@ -242,6 +252,7 @@ TABLES = {
     ),
     "stall-5s": Table("stall-5s.md", _stall_5s),
     "checkpoint-storage": Table("checkpoint-storage.md", _checkpoint_storage),
+    "checkpoint-storage-flink": Table("checkpoint-storage-flink.md", _checkpoint_storage_flink),
     "engines": Table("engines.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report")),
     "engines-recovery": Table(
         "engines-recovery.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "recovery_markdown")

@@ -25,8 +25,9 @@ DEFAULT_MAVEN_URL = "https://repo1.maven.org/maven2"
 GROUPS = ("kafka-broker", "spark-kafka-connector", "postgres-jdbc")
 # Fetched only by what needs them (`ensure(group)`), never by `lab.py setup`: the engine comparison's Flink connector,
 # and for s3a:// checkpoints hadoop-aws with the AWS SDK modules it calls (36 jars, 13 MB) and Spark's cloud module
-# (one 32 KB jar: the stream-based checkpoint file manager).
-ON_DEMAND_GROUPS = ("flink-kafka-connector", "s3a", "spark-hadoop-cloud")
+# (one 32 KB jar: the stream-based checkpoint file manager); Flink's S3 filesystems for s3:// checkpoints, one shaded jar
+# each (flink-s3-fs-hadoop 31.7 MB, flink-s3-fs-presto 97.4 MB).
+ON_DEMAND_GROUPS = ("flink-kafka-connector", "s3a", "spark-hadoop-cloud", "flink-s3-fs-hadoop", "flink-s3-fs-presto")
 
 
 @dataclass(frozen=True)

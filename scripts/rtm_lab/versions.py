@@ -22,6 +22,9 @@ JAVA_MIN_MAJOR = 17
 FLINK_VERSION = "2.2.1"
 FLINK_KAFKA_CONNECTOR_VERSION = "5.0.0-2.2"
 FLINK_KAFKA_CLIENTS_VERSION = "4.2.0"
+# Flink's S3 filesystems (flink-s3-fs-hadoop, flink-s3-fs-presto), for s3:// checkpoints. Maven Central, as reachable
+# here, has no 2.2.1 of either (404): the newest of the 2.2 line is 2.2.0, loaded on Flink 2.2.1.
+FLINK_S3_FS_VERSION = "2.2.0"
 POSTGRES_DEBIAN_PACKAGE = "postgresql"
 
 # The PySpark versions `make test-versions` (scripts/version_matrix.py) runs the quick start, the trigger cases and the

@@ -86,3 +86,37 @@ def readback(base: str, job: str) -> dict:
         "jvm_args": environment.get("jvm", {}).get("options", []),
         "gc": gc_names(base),
     }
+
+
+def checkpoint_history(base: str, job: str) -> list[dict]:
+    """The job's completed checkpoints, oldest first: trigger time and last acknowledgement (epoch ms), end-to-end
+    duration, state size and what this checkpoint uploaded (`checkpointed_size`: less than the state with incremental
+    checkpoints), and the slowest subtask's synchronous and asynchronous parts (ms). The REST API keeps the last
+    `web.checkpoints.history` of them (10 by default)."""
+    found = []
+    history = get(base, f"/jobs/{job}/checkpoints").get("history", [])
+    for entry in sorted(history, key=lambda e: e["id"]):
+        if entry.get("status") != "COMPLETED" or entry.get("is_savepoint"):
+            continue
+        sync, asynchronous = [], []
+        # The history leaves each checkpoint's tasks out; its details name them.
+        tasks = get(base, f"/jobs/{job}/checkpoints/details/{entry['id']}").get("tasks", {})
+        for vertex in tasks:
+            detail = get(base, f"/jobs/{job}/checkpoints/details/{entry['id']}/subtasks/{vertex}")
+            for subtask in detail.get("subtasks", []):
+                parts = subtask.get("checkpoint") or {}
+                sync.append(parts.get("sync", 0))
+                asynchronous.append(parts.get("async", 0))
+        found.append(
+            {
+                "id": entry["id"],
+                "trigger_ms": entry["trigger_timestamp"],
+                "ack_ms": entry["latest_ack_timestamp"],
+                "end_to_end_ms": entry["end_to_end_duration"],
+                "state_size": entry.get("state_size"),
+                "checkpointed_size": entry.get("checkpointed_size"),
+                "sync_ms": max(sync, default=None),
+                "async_ms": max(asynchronous, default=None),
+            }
+        )
+    return found
