@@ -10,8 +10,14 @@ T0 = 1_800_000_000_000  # an epoch ms
 RUN = "ckpt-run-7"
 
 
-def req(start: float, length: float, kind: str, key: str, bucket: str = "rtm") -> dict:
-    return {"start_ms": T0 + start, "end_ms": T0 + start + length, "kind": kind, "path": f"/{bucket}/{key}"}
+def req(start: float, length: float, kind: str, key: str, bucket: str = "rtm", sent: int = 0) -> dict:
+    return {
+        "start_ms": T0 + start,
+        "end_ms": T0 + start + length,
+        "kind": kind,
+        "path": f"/{bucket}/{key}",
+        "bytes_in": sent,
+    }
 
 
 def test_requests_belong_to_the_run_whose_folder_they_name_and_to_its_area():
@@ -52,8 +58,8 @@ def test_a_boundary_counts_its_cycle_and_the_requests_inside_its_stall():
     # Batch 1 ends at +5000, batch 2 at +10000. Records stop coming out at +5000 and resume at +5600.
     entries = [
         req(2_000, 50, "GET", f"{RUN}/offsets/1"),  # before batch 1's cycle (+3000): batch 0's
-        req(4_990, 100, "PUT", f"{RUN}/state/0/0/2.changelog"),
-        req(4_995, 100, "PUT", f"{RUN}/state/0/1/2.changelog"),
+        req(4_990, 100, "PUT", f"{RUN}/state/0/0/2.changelog", sent=3_000),
+        req(4_995, 100, "PUT", f"{RUN}/state/0/1/2.changelog", sent=2_000),
         req(5_100, 100, "PUT", f"{RUN}/commits/.1.tmp"),
         req(5_200, 100, "COPY", f"{RUN}/commits/1"),
         req(5_300, 100, "DELETE", f"{RUN}/commits/.1.tmp"),
@@ -84,6 +90,7 @@ def test_a_boundary_counts_its_cycle_and_the_requests_inside_its_stall():
     assert b["critical_path"] == 4  # the two state uploads overlap: one step, then the commit log's three
     assert b["stall_in_area_ms"]["state"] == 95  # from +5000 (stall start) to +5095 (the later upload's end)
     assert b["stall_in_area_ms"]["commits"] == 300
+    assert b["bytes_in_by_area"]["state"] == 5_000  # the state upload's size: both tasks' changelogs
 
 
 def test_the_stall_split_reads_progress_phases_and_the_state_uploads_time():

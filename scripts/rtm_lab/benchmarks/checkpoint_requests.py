@@ -98,6 +98,9 @@ def boundary_requests(cycle: Sequence[dict], last_out_ms: float, first_out_ms: f
         "requests": len(cycle),
         "by_kind": count_by(cycle, "kind"),
         "by_area": {area: count_by([e for e in cycle if e["area"] == area], "kind") for area in AREAS},
+        # Bytes the query sent to the store per area (request bodies as the proxy counted them, chunk framing
+        # included): the state area's is the size of the state upload.
+        "bytes_in_by_area": {area: sum(e.get("bytes_in") or 0 for e in cycle if e["area"] == area) for area in AREAS},
         "data_path": len(on_path),
         "data_path_by_kind": count_by(on_path, "kind"),
         "critical_path": len(chain),
