@@ -112,6 +112,22 @@ def _run(shape: str, storage: str, run: int, stall: float, critical: int | None,
     }
 
 
+def _results_file(rows: list[dict], models: list[dict], done: list[dict]) -> dict:
+    return {
+        "rate": 1000.0,
+        "seconds": 40.0,
+        "warmup_s": 5.0,
+        "rows": rows,
+        "models": models,
+        "done": done,
+        "versions": {"pyspark": "4.3.0"},
+        "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "x", "os": "Linux"},
+        "command": "python scripts/bench.py checkpoint-storage",
+        "started": "2026-11-27T13:00:00Z",
+        "timestamp": "2026-11-27T13:30:00Z",
+    }
+
+
 def test_rows_and_the_model_from_runs(tmp_path):
     # 100 ms fixed + 4 sequential requests per boundary, held out at 10 ms (measured 150: off by 7 %).
     done = [_run("dedup", "disk", 0, 90, None)]
@@ -134,19 +150,7 @@ def test_rows_and_the_model_from_runs(tmp_path):
     assert model["critical_path_counted"] == 4
     (held,) = model["held_out"]
     assert held["predicted_ms"] == 140 and held["error"] == pytest.approx(0.067, abs=0.001) and held["within_target"]
-    result = {
-        "rate": 1000.0,
-        "seconds": 40.0,
-        "warmup_s": 5.0,
-        "rows": rows,
-        "models": [model],
-        "done": done,
-        "versions": {"pyspark": "4.3.0"},
-        "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "x", "os": "Linux"},
-        "command": "python scripts/bench.py checkpoint-storage",
-        "started": "2026-11-27T13:00:00Z",
-        "timestamp": "2026-11-27T13:30:00Z",
-    }
+    result = _results_file(rows, [model], done)
     text = cs.markdown(result)
     assert "| dedup | S3, 100 ms/request | 2 |" in text
     assert "](../results/checkpoint-storage.png)" in text
@@ -182,20 +186,6 @@ def test_the_long_cell_reports_its_boundary_and_the_models_error_apart_from_the_
     assert model["held_out"] == []  # the long cell is not a held-out point
     (check,) = model["long"]
     assert check["predicted_ms"] == 220 and check["error"] == 0.8 and not check["within_target"]
-    text = cs.markdown(
-        {
-            "rate": 1000.0,
-            "seconds": 40.0,
-            "warmup_s": 5.0,
-            "rows": rows,
-            "models": [model],
-            "done": done,
-            "versions": {"pyspark": "4.3.0"},
-            "machine": {"cores": 2, "memory_gib": 8, "cpu_model": "x", "os": "Linux"},
-            "command": "python scripts/bench.py checkpoint-storage",
-            "started": "2026-11-27T13:00:00Z",
-            "timestamp": "2026-11-27T13:30:00Z",
-        }
-    )
+    text = cs.markdown(_results_file(rows, [model], done))
     assert "| count | 1 | 1,100 | 220 | 80% ✗ | 12 | 31.5 | 9 | 1,400 | 1,500 |" in text
     assert "about 300,000 keys" in text
