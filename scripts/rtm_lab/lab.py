@@ -179,14 +179,25 @@ def _kafka_root() -> Path:
     return state_dir() / "kafka"
 
 
-def _lab_broker(previous: Service) -> tuple[int | None, str]:
-    """The broker this lab folder runs, as (pid, start token), or (None, ""): the recorded one if it is still that
-    process, else one found by its command line (a state file that lost it must not hide a running broker)."""
-    marker = kafka.marker(_kafka_root())
+def _lab_process(previous: Service, marker: str) -> tuple[int | None, str]:
+    """The process of a service this lab folder runs (its command line holds `marker`), as (pid, start token), or
+    (None, ""): the recorded one if it is still that process, else one found by its command line (a state file that
+    lost it must not hide a running server)."""
     if processes.is_ours(previous.pid, previous.started, marker):
         return previous.pid, previous.started
     found = processes.find(marker)
     return (found[0], processes.start_time(found[0])) if found else (None, "")
+
+
+def _stop_lab_process(recorded: Service, marker: str, what: str | None, log) -> None:
+    """Stop every process of the service this lab folder runs: the recorded one if it is still ours, and any found
+    by `marker`. A recorded pid that is now another process is named (as the lab's `what`) and left alone."""
+    alive_other = processes.is_alive(recorded.pid) and not processes.is_ours(recorded.pid, recorded.started, marker)
+    if what and alive_other:
+        log(f"{recorded.name:<9} pid {recorded.pid} in the state file is no longer this lab's {what}; left alone")
+    for pid in {p for p in [_lab_process(recorded, marker)[0], *processes.find(marker)] if p}:
+        log(f"{recorded.name:<9} stopping (pid {pid})")
+        processes.stop(pid, marker=marker)
 
 
 def _wait_for_slow(what: str, pid: int, check, log_file: Path, log) -> None:
@@ -229,7 +240,7 @@ def _check_external_services() -> dict[str, Service]:
 
 def _kafka_up(state: LabState, log, spawned: set[str]) -> None:
     previous = state.kafka
-    pid, started = _lab_broker(previous)
+    pid, started = _lab_process(previous, kafka.marker(_kafka_root()))
     if pid is not None:
         port = kafka.configured_port(_kafka_root()) or previous.port
         address = f"{ports.HOST}:{port}"
@@ -285,23 +296,25 @@ def _postgres_up(state: LabState, log, spawned: set[str]) -> None:
     )
 
 
+def _adopt(name: str, pid: int, started: str, port: int | None, answers, address_of, log_file: Path, log) -> Service:
+    """A server of ours already running (prometheus, s3): waited for if it does not answer yet, then recorded."""
+    if port is None:
+        raise LabError(
+            f"{name} (pid {pid}) runs but its port is not recorded: stop it (lab.py down) and start it again"
+        )
+    _wait_for_slow(name, pid, lambda: answers(port), log_file, log)
+    log(f"{name:<9} already running at {address_of(port)} (pid {pid})")
+    return Service(name, address_of(port), pid, port, running=True, started=started)
+
+
 def _prometheus_up(state: LabState, log, spawned: set[str]) -> None:
     previous = state.prometheus
-    marker = prometheus.marker()
-    if processes.is_ours(previous.pid, previous.started, marker):
-        pid, started = previous.pid, previous.started
-    else:
-        found = processes.find(marker)
-        pid, started = (found[0], processes.start_time(found[0])) if found else (None, "")
+    pid, started = _lab_process(previous, prometheus.marker())
     if pid is not None:
         port = prometheus.configured_port() or previous.port
-        if port is None:
-            raise LabError(
-                f"prometheus (pid {pid}) runs but its port is not recorded: stop it (lab.py down) and start it again"
-            )
-        _wait_for_slow("prometheus", pid, lambda: prometheus.answers(port), prometheus.log_path(), log)
-        state.prometheus = Service("prometheus", prometheus.url(port), pid, port, running=True, started=started)
-        log(f"prometheus already running at {prometheus.url(port)} (pid {pid})")
+        state.prometheus = _adopt(
+            "prometheus", pid, started, port, prometheus.answers, prometheus.url, prometheus.log_path(), log
+        )
         return
     port = ports.choose(_env_port(PROMETHEUS_PORT_ENV), PROMETHEUS_PORT_ENV, previous.port)
     log(f"prometheus starting on {ports.HOST}:{port} ...")
@@ -318,27 +331,12 @@ def _prometheus_up(state: LabState, log, spawned: set[str]) -> None:
     log(f"prometheus ready at {address} (pid {state.prometheus.pid}); log {prometheus.log_path()}")
 
 
-def _lab_store(previous: Service) -> tuple[int | None, str]:
-    """The object store this lab folder runs, as (pid, start token), or (None, "")."""
-    marker = s3store.marker()
-    if processes.is_ours(previous.pid, previous.started, marker):
-        return previous.pid, previous.started
-    found = processes.find(marker)
-    return (found[0], processes.start_time(found[0])) if found else (None, "")
-
-
 def _s3_up(state: LabState, log, spawned: set[str]) -> None:
     previous = state.s3
-    pid, started = _lab_store(previous)
+    pid, started = _lab_process(previous, s3store.marker())
     if pid is not None:
         port = s3store.configured_port() or previous.port
-        if port is None:
-            raise LabError(
-                f"s3 (pid {pid}) runs but its port is not recorded: stop it (lab.py down) and start it again"
-            )
-        _wait_for_slow("s3", pid, lambda: s3store.answers(port), s3store.log_path(), log)
-        state.s3 = Service("s3", s3store.endpoint(port), pid, port, running=True, started=started)
-        log(f"s3        already running at {s3store.endpoint(port)} (pid {pid})")
+        state.s3 = _adopt("s3", pid, started, port, s3store.answers, s3store.endpoint, s3store.log_path(), log)
         return
     port = ports.choose(_env_port(S3_PORT_ENV), S3_PORT_ENV, previous.port)
     address = s3store.endpoint(port)
@@ -356,19 +354,10 @@ def _s3_up(state: LabState, log, spawned: set[str]) -> None:
     log(f"s3        ready at {address} (pid {state.s3.pid}), bucket {s3store.BUCKET}; log {s3store.log_path()}")
 
 
-def _lab_proxy(previous: Service) -> tuple[int | None, str]:
-    """The delay proxy this lab folder runs, as (pid, start token), or (None, "")."""
-    marker = s3_proxy.marker()
-    if processes.is_ours(previous.pid, previous.started, marker):
-        return previous.pid, previous.started
-    found = processes.find(marker)
-    return (found[0], processes.start_time(found[0])) if found else (None, "")
-
-
 def _s3_proxy_up(state: LabState, log, spawned: set[str]) -> None:
     """The delay proxy in front of the running store, at no delay until a benchmark sets one."""
     previous = state.s3_proxy
-    pid, started = _lab_proxy(previous)
+    pid, started = _lab_process(previous, s3_proxy.marker())
     if pid is not None:
         port = s3_proxy.configured_port() or previous.port
         state.s3_proxy = Service("s3-proxy", s3store.endpoint(port or 0), pid, port, running=True, started=started)
@@ -442,42 +431,23 @@ def down(only: set[str] | None = None, log=print, purge: bool = False) -> None:
         state = _load()
         if only is None or "kafka" in only:
             recorded = state.kafka
-            marker = kafka.marker(_kafka_root())
-            if processes.is_alive(recorded.pid) and not processes.is_ours(recorded.pid, recorded.started, marker):
-                log(f"kafka     pid {recorded.pid} in the state file is no longer this lab's broker; left alone")
-            for pid in {p for p in [_lab_broker(recorded)[0], *processes.find(kafka.marker(_kafka_root()))] if p}:
-                log(f"kafka     stopping (pid {pid})")
-                processes.stop(pid, marker=kafka.marker(_kafka_root()))
+            _stop_lab_process(recorded, kafka.marker(_kafka_root()), "broker", log)
             state.kafka = Service("kafka", port=recorded.port, extra_port=recorded.extra_port)
             if purge:
                 shutil.rmtree(_kafka_root(), ignore_errors=True)
         if only is None or "prometheus" in only:
             recorded = state.prometheus
-            marker = prometheus.marker()
-            if processes.is_alive(recorded.pid) and not processes.is_ours(recorded.pid, recorded.started, marker):
-                log(f"prometheus pid {recorded.pid} in the state file is no longer this lab's server; left alone")
-            mine = [recorded.pid] if processes.is_ours(recorded.pid, recorded.started, marker) else []
-            for pid in {p for p in [*mine, *processes.find(marker)] if p}:
-                log(f"prometheus stopping (pid {pid})")
-                processes.stop(pid, marker=marker)
+            _stop_lab_process(recorded, prometheus.marker(), "server", log)
             state.prometheus = Service("prometheus", port=recorded.port)
             if purge:
                 shutil.rmtree(prometheus.root(), ignore_errors=True)
         if only is None or "s3" in only or "s3-proxy" in only:
             recorded = state.s3_proxy
-            marker = s3_proxy.marker()
-            for pid in {p for p in [_lab_proxy(recorded)[0], *processes.find(marker)] if p}:
-                log(f"s3-proxy  stopping (pid {pid})")
-                processes.stop(pid, marker=marker)
+            _stop_lab_process(recorded, s3_proxy.marker(), None, log)
             state.s3_proxy = Service("s3-proxy", port=recorded.port)
         if only is None or "s3" in only:
             recorded = state.s3
-            marker = s3store.marker()
-            if processes.is_alive(recorded.pid) and not processes.is_ours(recorded.pid, recorded.started, marker):
-                log(f"s3        pid {recorded.pid} in the state file is no longer this lab's store; left alone")
-            for pid in {p for p in [_lab_store(recorded)[0], *processes.find(marker)] if p}:
-                log(f"s3        stopping (pid {pid})")
-                processes.stop(pid, marker=marker)
+            _stop_lab_process(recorded, s3store.marker(), "store", log)
             state.s3 = Service("s3", port=recorded.port)
             if purge:
                 shutil.rmtree(s3store.data_dir(), ignore_errors=True)
@@ -506,7 +476,7 @@ def status() -> LabState:
             service.running = _answers(service)
             continue
         if service.name == "kafka":
-            service.pid, service.started = _lab_broker(service)
+            service.pid, service.started = _lab_process(service, kafka.marker(_kafka_root()))
             if service.pid and not service.address:
                 service.address = f"{ports.HOST}:{kafka.configured_port(_kafka_root())}"
         else:
@@ -526,14 +496,14 @@ def status() -> LabState:
     if service.pid and not service.running:
         service.detail = "running but not answering"
     store = state.s3
-    store.pid, store.started = _lab_store(store)
+    store.pid, store.started = _lab_process(store, s3store.marker())
     store.port = s3store.configured_port() if store.pid else store.port
     store.address = s3store.endpoint(store.port) if store.pid and store.port else ""
     store.running = bool(store.pid) and s3store.answers(store.port)
     if store.pid and not store.running:
         store.detail = "running but not answering"
     proxy = state.s3_proxy
-    proxy.pid, proxy.started = _lab_proxy(proxy)
+    proxy.pid, proxy.started = _lab_process(proxy, s3_proxy.marker())
     proxy.port = s3_proxy.configured_port() if proxy.pid else proxy.port
     proxy.address = s3store.endpoint(proxy.port) if proxy.pid and proxy.port else ""
     proxy.running = bool(proxy.pid) and s3_proxy.answers(proxy.port)
