@@ -7,24 +7,19 @@ what a restart resumes from.
 """
 
 import json
-import os
-import signal
-import sys
-import time
 from pathlib import Path
 
-import pyspark
-
-from rtm_lab import processes
+from rtm_lab.apps.submitted_app import SubmittedApp
 from rtm_lab.s3_requests import get_object, list_keys
 from rtm_lab.s3a import Store, s3a_jars
 from rtm_lab.spark import LOG4J_CONFIG, connector_jars
-from rtm_lab.waiting import wait_until
 from snippets.guides import rtm_or_flink_spark, s3_checkpoints
 
 
-class S3Driver:
+class S3Driver(SubmittedApp):
     """The queries of `s3_checkpoints.py`, one process group, checkpoints under `prefix` in the store's bucket."""
+
+    LOG_NAME = "s3-driver"
 
     def __init__(
         self,
@@ -37,15 +32,9 @@ class S3Driver:
         batch_duration: str = "5 seconds",
         file_manager: str | None = None,
     ):
+        super().__init__(log_dir)
         self.store, self.kafka_bootstrap, self.source, self.sinks = store, kafka_bootstrap, source, sinks
-        self.prefix, self.log_dir, self.batch_duration, self.file_manager = (
-            prefix,
-            log_dir,
-            batch_duration,
-            file_manager,
-        )
-        self.pid: int | None = None
-        self.runs = 0
+        self.prefix, self.batch_duration, self.file_manager = prefix, batch_duration, file_manager
 
     @property
     def event_log_dir(self) -> Path:
@@ -53,18 +42,12 @@ class S3Driver:
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 
-    @property
-    def log_path(self) -> Path:
-        return self.log_dir / f"s3-driver-{self.runs}.log"
-
-    def start(self) -> float:
-        """Launch the application; return the epoch second it was launched."""
-        self.runs += 1
-        spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    def command(self) -> list[str]:
         jars = [*connector_jars(), *s3a_jars(stream_file_manager=self.file_manager is not None)]
         # Every stage of a real-time query runs at once: 2 source tasks for each query, and 2 shuffle tasks for a
         # stateful one (spark.sql.shuffle.partitions=2), so 4 slots per query cover either kind.
-        cmd = [str(spark_submit), "--master", f"local[{4 * len(self.sinks)}]", "--jars", ",".join(map(str, jars))]
+        cmd = [str(self.spark_submit()), "--master", f"local[{4 * len(self.sinks)}]"]
+        cmd += ["--jars", ",".join(map(str, jars))]
         cmd += ["--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2"]
         # Spark's event log (what a history server shows): the settings as Spark lists them, redactions applied; plain
         # JSON lines (Spark 4 compresses it by default).
@@ -78,37 +61,16 @@ class S3Driver:
             cmd += ["--query", f"{pipeline}={sink}"]
         if self.file_manager:
             cmd += ["--file-manager", self.file_manager]
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        return cmd
+
+    def environment(self) -> dict[str, str]:
+        # The store's keys go by environment, never on the command line.
+        return {
             "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap,
             "S3_ENDPOINT": self.store.endpoint,
             "AWS_ACCESS_KEY_ID": self.store.credentials.access_key,
             "AWS_SECRET_ACCESS_KEY": self.store.credentials.secret_key,
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
         }
-        started = time.time()
-        self.pid = processes.spawn(cmd, self.log_path, env=env)
-        return started
-
-    def alive(self) -> bool:
-        return processes.is_alive(self.pid)
-
-    def died(self) -> BaseException | None:
-        if self.alive():
-            return None
-        return RuntimeError(f"the driver exited; log: {self.log_path}\n{processes.tail(self.log_path, 40)}")
-
-    def kill(self) -> float:
-        """SIGKILL the driver's whole process group. Returns when it happened."""
-        assert self.pid is not None, "kill() before start()"
-        killed_at = time.time()
-        os.killpg(self.pid, signal.SIGKILL)
-        wait_until(lambda: not self.alive(), 15, "the killed driver to exit", 0.1)
-        return killed_at
-
-    def stop(self) -> None:
-        processes.stop(self.pid, timeout=20.0)
 
     def checkpoint_keys(self, pipeline: str) -> list[str]:
         """Every object of the pipeline's checkpoint, as keys relative to the checkpoint folder."""

@@ -7,19 +7,13 @@ though the upsert leaves one row per key. Used by the kill tests and by `scripts
 """
 
 import json
-import os
-import signal
-import sys
-import time
 from pathlib import Path
 
 import psycopg2
-import pyspark
 from psycopg2 import sql
 
-from rtm_lab import processes
+from rtm_lab.apps.submitted_app import SubmittedApp
 from rtm_lab.spark import LOG4J_CONFIG, connector_jars
-from rtm_lab.waiting import wait_until
 from snippets.guides import kafka_to_postgres, postgres_jvm_writer, postgres_sink, submit_pipeline
 
 TABLE = "events"
@@ -74,7 +68,7 @@ def writes_per_key(dsn: str, schema: str, table: str = TABLE) -> dict[int, tuple
     return found
 
 
-class Driver:
+class Driver(SubmittedApp):
     """The pipeline in its own `spark-submit` process group, so one SIGKILL takes the JVM and its Python together."""
 
     def __init__(
@@ -89,16 +83,12 @@ class Driver:
         writer: str = "python",
         slots: int = 3,
     ):
+        super().__init__(log_dir)
         self.kafka_bootstrap, self.postgres_dsn = kafka_bootstrap, postgres_dsn
-        self.topic, self.schema, self.checkpoint, self.log_dir = topic, schema, checkpoint, log_dir
+        self.topic, self.schema, self.checkpoint = topic, schema, checkpoint
         self.interval, self.writer, self.slots = interval, writer, slots
-        self.pid: int | None = None
-        self.runs = 0
 
-    def start(self) -> float:
-        """Launch the application; return the epoch second it was launched."""
-        self.runs += 1
-        spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    def command(self) -> list[str]:
         py_files = [kafka_to_postgres.__file__, postgres_sink.__file__]
         if self.writer == "jvm":
             from rtm_lab import snippet_jar
@@ -107,7 +97,7 @@ class Driver:
             py_files.append(postgres_jvm_writer.__file__)
         else:
             jars = ",".join(str(p) for p in connector_jars())
-        cmd = [str(spark_submit), "--master", f"local[{self.slots}]", "--jars", jars]
+        cmd = [str(self.spark_submit()), "--master", f"local[{self.slots}]", "--jars", jars]
         cmd += [
             "--conf",
             "spark.ui.enabled=false",
@@ -117,39 +107,10 @@ class Driver:
         cmd += ["--py-files", ",".join(py_files), submit_pipeline.__file__]
         cmd += ["--topic", self.topic, "--schema", self.schema, "--table", TABLE, "--writer", self.writer]
         cmd += ["--checkpoint", str(self.checkpoint), "--batch-duration", self.interval]
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-            "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap,
-            "POSTGRES_DSN": self.postgres_dsn,
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-        }
-        started = time.time()
-        self.pid = processes.spawn(cmd, self.log_path, env=env)
-        return started
+        return cmd
 
-    @property
-    def log_path(self) -> Path:
-        return self.log_dir / f"driver-{self.runs}.log"
-
-    def alive(self) -> bool:
-        return processes.is_alive(self.pid)
-
-    def died(self) -> BaseException | None:
-        if self.alive():
-            return None
-        return RuntimeError(f"the driver exited; log: {self.log_path}\n{processes.tail(self.log_path, 40)}")
-
-    def kill(self) -> float:
-        """SIGKILL the driver's whole process group: no shutdown hook, no final commit. Returns when it happened."""
-        assert self.pid is not None, "kill() before start()"
-        killed_at = time.time()
-        os.killpg(self.pid, signal.SIGKILL)
-        wait_until(lambda: not self.alive(), 15, "the killed driver to exit", 0.1)
-        return killed_at
-
-    def stop(self) -> None:
-        processes.stop(self.pid, timeout=20.0)
+    def environment(self) -> dict[str, str]:
+        return {"KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap, "POSTGRES_DSN": self.postgres_dsn}
 
 
 def committed_batches(checkpoint: Path) -> list[int]:
