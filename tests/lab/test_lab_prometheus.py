@@ -8,40 +8,21 @@ services (so only Prometheus starts), and the binaries the session lab already u
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+from own_lab import lab_cli, own_lab_folder
 from test_loopback import listening, on_loopback
 
 from rtm_lab import processes
 from rtm_lab.monitoring import prometheus
-from rtm_lab.paths import PROJECT_ROOT, jars_dir
 
 pytestmark = pytest.mark.slow  # a Prometheus start and stop, a few seconds
 
 
-def lab_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, PROJECT_ROOT / "scripts" / "lab.py", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @pytest.fixture
 def own_lab(lab, tmp_path):
-    env = dict(
-        os.environ,
-        RTM_LAB_DIR=str(tmp_path / "lab"),
-        RTM_JARS_DIR=str(jars_dir()),
-        KAFKA_BOOTSTRAP_SERVERS=lab.kafka_bootstrap,
-        POSTGRES_DSN=lab.postgres_dsn,
-        RTM_PROMETHEUS_BIN=str(prometheus.ensure_binaries()),
-    )
-    yield env, tmp_path / "lab"
-    lab_cli("down", "--purge", env=env)
+    with own_lab_folder(lab, tmp_path, RTM_PROMETHEUS_BIN=str(prometheus.ensure_binaries())) as found:
+        yield found
 
 
 def test_up_with_prometheus_runs_it_on_loopback_and_down_stops_it(own_lab):
@@ -91,8 +72,6 @@ def test_down_leaves_a_stale_recorded_pid_alone(own_lab):
 
 
 def test_an_unknown_optional_service_is_refused():
-    result = subprocess.run(
-        [sys.executable, PROJECT_ROOT / "scripts" / "lab.py", "up", "--with", "grafana"], capture_output=True, text=True
-    )
+    result = lab_cli("up", "--with", "grafana", env=dict(os.environ))
     assert result.returncode == 2
     assert "invalid choice: 'grafana'" in result.stderr

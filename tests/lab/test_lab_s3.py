@@ -6,31 +6,21 @@ services (so only the store starts), and the versitygw binary the session lab bu
 """
 
 import json
-import os
 import stat
 
 import pytest
-from test_lab_prometheus import lab_cli
+from own_lab import lab_cli, own_lab_folder
 from test_loopback import listening, on_loopback
 
 from rtm_lab import processes, s3_requests, s3store
-from rtm_lab.paths import jars_dir
 
 pytestmark = pytest.mark.slow  # a store start and stop, a few seconds
 
 
 @pytest.fixture
 def own_lab(lab, tmp_path):
-    env = dict(
-        os.environ,
-        RTM_LAB_DIR=str(tmp_path / "lab"),
-        RTM_JARS_DIR=str(jars_dir()),
-        KAFKA_BOOTSTRAP_SERVERS=lab.kafka_bootstrap,
-        POSTGRES_DSN=lab.postgres_dsn,
-        RTM_VERSITYGW_BIN=str(s3store.binary()),
-    )
-    yield env, tmp_path / "lab"
-    lab_cli("down", "--purge", env=env)
+    with own_lab_folder(lab, tmp_path, RTM_VERSITYGW_BIN=str(s3store.binary())) as found:
+        yield found
 
 
 def test_up_with_s3_runs_the_store_on_loopback_with_private_keys_and_down_stops_it(own_lab):
