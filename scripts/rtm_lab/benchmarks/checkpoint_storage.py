@@ -190,7 +190,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"'{HELD_OUT_BATCH_DURATION}' at {HELD_OUT_INTERVAL_DELAY_MS} ms only (held out); '{LONG_BATCH_DURATION}' at "
         f"{LONG_DELAY_MS} ms only, in the range of a small request to S3 Standard in its region (the long cell: "
         f"{SECONDS[LONG_BATCH_DURATION]:g} s of production cross one boundary after five minutes of state; about "
-        "7 minutes a run)",
+        "six minutes a run)",
     )
     parser.add_argument(
         "--variants",
@@ -609,7 +609,7 @@ def placeholder() -> str:
 
 
 PLACEHOLDER = (
-    "Not measured yet: `python scripts/bench.py checkpoint-storage` measures it, 76 runs of one to seven minutes "
+    "Not measured yet: `python scripts/bench.py checkpoint-storage` measures it, 76 runs of one to six minutes "
     "each on a quiet machine."
 )
 
