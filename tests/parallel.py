@@ -128,7 +128,6 @@ LONGEST_FIRST = (
     "tests/docs/test_copy.py",
     "tests/reference/test_support_matrix.py",
     "flink",
-    "tests/guides/test_s3_checkpoints.py",
     "tests/guides/test_checkpoint_storage.py",
     "tests/guides/test_kills.py",
     "tests/reference/test_allowlist_off.py",

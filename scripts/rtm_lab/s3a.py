@@ -68,7 +68,7 @@ def spark_conf(store: Store, stream_file_manager: bool = False) -> dict[str, str
         # Request checksums are left at Hadoop 3.5.0's default: fs.s3a.checksum.generation=false makes S3A build the
         # SDK client with RequestChecksumCalculation.WHEN_REQUIRED, so the SDK (2.35.4, which on its own would add a
         # CRC32 trailer to every PUT) sends none unless an operation requires one. versitygw 1.8.0 takes either: by
-        # default it stores a CRC64NVME of its own (tests/guides/test_s3_checkpoints.py asserts it); with
+        # default it stores a CRC64NVME of its own (tests/guides/test_checkpoint_storage.py asserts it); with
         # generation=true and fs.s3a.create.checksum.algorithm=CRC32 it stored the SDK's CRC32 trailer (one run by
         # hand, read from the object's user.checksums xattr). Nothing fails either way.
     }
