@@ -93,6 +93,7 @@ def beside_the_boundary_run(request: pytest.FixtureRequest) -> Iterator[None]:
 
 FIRST_WAVE = [*range(0, 200), *range(0, 50)]  # 200 ids, 50 of them twice
 SECOND_WAVE = [*range(200, 300), *range(0, 50)]  # 100 new ids, and 50 the first wave had
+ONE_SECOND_FLOOR = {"spark.sql.streaming.realTimeMode.minBatchDuration": "1s"}
 COMMIT_WAIT_S = 240  # two driver start-ups on a loaded 2-core machine fit well inside this
 
 
@@ -140,7 +141,8 @@ def test_killed_driver_resumes_from_s3a_checkpoints_with_nothing_lost(
     source = kafka_topic(partitions=2)
     sinks = {"transform": kafka_topic(partitions=2), "dedup": kafka_topic(partitions=2)}
     prefix = f"tests/{uuid.uuid4().hex[:10]}"
-    driver = S3Driver(s3_store, bootstrap, source, sinks, prefix, tmp_path)
+    # One-second batches (Spark's floor lowered for the test): each wait for a commit is a second, not five.
+    driver = S3Driver(s3_store, bootstrap, source, sinks, prefix, tmp_path, "1 second", spark_conf=ONE_SECOND_FLOOR)
     produce(bootstrap, source, FIRST_WAVE)
     try:
         started = driver.start()
@@ -156,7 +158,7 @@ def test_killed_driver_resumes_from_s3a_checkpoints_with_nothing_lost(
         wait_until_committed(driver, topic_ends(bootstrap, source))
         print(
             f"\nfirst wave committed {first_commit_s:.1f} s after the first start; the second, "
-            f"{time.time() - restarted:.1f} s after the restart (each a spark-submit start, then a 5 s batch)"
+            f"{time.time() - restarted:.1f} s after the restart (each a spark-submit start, then a 1 s batch)"
         )
     finally:
         driver.stop()

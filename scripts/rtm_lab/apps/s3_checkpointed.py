@@ -31,8 +31,10 @@ class S3Driver(SubmittedApp):
         log_dir: Path,
         batch_duration: str = "5 seconds",
         file_manager: str | None = None,
+        spark_conf: dict[str, str] | None = None,
     ):
         super().__init__(log_dir)
+        self.spark_conf = spark_conf or {}
         self.store, self.kafka_bootstrap, self.source, self.sinks = store, kafka_bootstrap, source, sinks
         self.prefix, self.batch_duration, self.file_manager = prefix, batch_duration, file_manager
 
@@ -53,6 +55,8 @@ class S3Driver(SubmittedApp):
         # JSON lines (Spark 4 compresses it by default).
         cmd += ["--conf", "spark.eventLog.enabled=true", "--conf", f"spark.eventLog.dir={self.event_log_dir.as_uri()}"]
         cmd += ["--conf", "spark.eventLog.compress=false"]
+        for key, value in self.spark_conf.items():
+            cmd += ["--conf", f"{key}={value}"]
         cmd += ["--driver-java-options", f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
         cmd += ["--py-files", rtm_or_flink_spark.__file__, s3_checkpoints.__file__]
         cmd += ["--source", self.source, "--checkpoints", self.store.uri(self.prefix)]
