@@ -84,6 +84,19 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def comma_choices(choices: list[str]) -> Callable[[str], list[str]]:
+    """A comma-separated list of names, each one of `choices` ("dedup,count"); empty or unknown is refused."""
+
+    def parse(text: str) -> list[str]:
+        names = [n.strip() for n in text.split(",") if n.strip()]
+        unknown = [n for n in names if n not in choices]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(choices)}")
+        return names
+
+    return parse
+
+
 def spark_interval(text: str) -> str:
     """A batch duration Spark accepts ("5 seconds", "5 minutes"), kept as the text Spark reads."""
     try:

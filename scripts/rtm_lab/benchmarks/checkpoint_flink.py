@@ -78,21 +78,10 @@ def flink_conf(shape: str) -> dict[str, str]:
     return conf
 
 
-def _names(choices):
-    def parse(text: str) -> list[str]:
-        names = [n.strip() for n in text.split(",") if n.strip()]
-        unknown = [n for n in names if n not in choices]
-        if unknown or not names:
-            raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(choices)}")
-        return names
-
-    return parse
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shapes",
-        type=_names(list(SHAPES)),
+        type=cli.comma_choices(list(SHAPES)),
         default=list(SHAPES),
         help="comma-separated shapes (default all): " + "; ".join(f"{k}: {v}" for k, v in SHAPES.items()),
     )

@@ -4,8 +4,7 @@ figure the median with its range, and the generated Markdown the checkpoint-stor
 Pure: it reads runs as rtm_lab.benchmarks.checkpoint_flink records them, so it is tested without Flink.
 """
 
-import statistics
-
+from rtm_lab.benchmarks.median_range import ms_cell, spread
 from rtm_lab.generated import generated_note, markdown_table
 
 DISK = "disk"
@@ -19,13 +18,6 @@ PLACEHOLDER = (
 
 def cell_key(shape: str, storage: str) -> str:
     return f"{shape} / {storage if storage == DISK else f's3 {storage} ms'}"
-
-
-def _spread(values: list) -> dict:
-    known = [v for v in values if v is not None]
-    if not known:
-        return {"median": None, "min": None, "max": None, "n": 0}
-    return {"median": statistics.median(known), "min": min(known), "max": max(known), "n": len(known)}
 
 
 FIGURES = (
@@ -53,13 +45,13 @@ def cell_row(shape: str, storage: str, runs: list[dict]) -> dict:
         "shape": shape,
         "storage": storage,
         "runs": len(runs),
-        **{name: _spread([r.get(name) for r in results]) for name in FIGURES},
-        "p99_during_ms": _spread([r["during_checkpoints"].get("p99_ms") for r in results]),
-        "p99_between_ms": _spread([r["between_checkpoints"].get("p99_ms") for r in results]),
+        **{name: spread([r.get(name) for r in results]) for name in FIGURES},
+        "p99_during_ms": spread([r["during_checkpoints"].get("p99_ms") for r in results]),
+        "p99_between_ms": spread([r["between_checkpoints"].get("p99_ms") for r in results]),
         "checkpoints": sum(r.get("checkpoints_counted") or 0 for r in results),
         "missing": sum(r.get("missing") or 0 for r in results),
         "requests_by_kind": {
-            k: _spread([(r.get("requests_by_kind") or {}).get(k, 0) for r in results])["median"] for k in kinds
+            k: spread([(r.get("requests_by_kind") or {}).get(k, 0) for r in results])["median"] for k in kinds
         },
     }
 
@@ -73,15 +65,6 @@ def assemble(done: list[dict], shapes: list[str], storages: list[str]) -> list[d
             if runs:
                 rows.append(cell_row(shape, storage, runs))
     return rows
-
-
-def _ms(figure: dict) -> str:
-    if figure["median"] is None:
-        return "-"
-    text = f"{figure['median']:,.0f}"
-    if figure["n"] > 1 and figure["min"] != figure["max"]:
-        text += f" ({figure['min']:,.0f}–{figure['max']:,.0f})"
-    return text
 
 
 def _kib(figure: dict) -> str:
@@ -120,13 +103,13 @@ def markdown(result: dict) -> str:
             r["shape"],
             _where(r),
             r["runs"],
-            _ms(r["p50_ms"]),
-            _ms(r["p99_ms"]),
-            _ms(r["max_ms"]),
-            _ms(r["p99_during_ms"]),
-            _ms(r["p99_between_ms"]),
-            _ms(r["gap_during_ms"]),
-            _ms(r["gap_between_ms"]),
+            ms_cell(r["p50_ms"]),
+            ms_cell(r["p99_ms"]),
+            ms_cell(r["max_ms"]),
+            ms_cell(r["p99_during_ms"]),
+            ms_cell(r["p99_between_ms"]),
+            ms_cell(r["gap_during_ms"]),
+            ms_cell(r["gap_between_ms"]),
         ]
         for r in rows
     ]
@@ -135,13 +118,13 @@ def markdown(result: dict) -> str:
             r["shape"],
             _where(r),
             r["checkpoints"],
-            _ms(r["end_to_end_ms"]),
-            _ms(r["sync_ms"]),
-            _ms(r["async_ms"]),
+            ms_cell(r["end_to_end_ms"]),
+            ms_cell(r["sync_ms"]),
+            ms_cell(r["async_ms"]),
             _kib(r["state_size"]),
             _kib(r["checkpointed_size"]),
-            _ms(r["requests_per_checkpoint"]),
-            _ms(r["chain"]),
+            ms_cell(r["requests_per_checkpoint"]),
+            ms_cell(r["chain"]),
         ]
         for r in rows
     ]

@@ -25,7 +25,6 @@ that could not end by then.
 import argparse
 import datetime as dt
 import json
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 
 from rtm_lab import cli, s3a
 from rtm_lab.benchmarks import checkpoint_model, checkpoint_requests
+from rtm_lab.benchmarks.median_range import ms_cell, spread
 from rtm_lab.generated import generated_note, markdown_table
 
 ASYNC_BY_DEFAULT = "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"
@@ -157,21 +157,10 @@ def _clock(text: str) -> dt.datetime:
     return at if at > now else at + dt.timedelta(days=1)
 
 
-def _names(choices: list[str]):
-    def parse(text: str) -> list[str]:
-        names = [n.strip() for n in text.split(",") if n.strip()]
-        unknown = [n for n in names if n not in choices]
-        if unknown or not names:
-            raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(choices)}")
-        return names
-
-    return parse
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shapes",
-        type=_names(list(BY_NAME)),
+        type=cli.comma_choices(list(BY_NAME)),
         default=list(BY_NAME),
         help="comma-separated shapes (default all): " + "; ".join(f"{s.name}: {s.what}" for s in SHAPES),
     )
@@ -184,7 +173,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--durations",
-        type=_names(list(SECONDS)),
+        type=cli.comma_choices(list(SECONDS)),
         default=list(SECONDS),
         help=f"comma-separated batch durations (default all three): '{BATCH_DURATION}' for every delay; "
         f"'{HELD_OUT_BATCH_DURATION}' at {HELD_OUT_INTERVAL_DELAY_MS} ms only (held out); '{LONG_BATCH_DURATION}' at "
@@ -194,7 +183,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--variants",
-        type=_names(list(VARIANTS)),
+        type=cli.comma_choices(list(VARIANTS)),
         default=[],
         help=f"comma-separated optional cells at {VARIANT_DELAY_MS} ms (default none): "
         + "; ".join(f"{k}: {what}" for k, (what, _) in VARIANTS.items()),
@@ -265,20 +254,13 @@ def slim(result: dict) -> dict:
 # ---------------------------------------------------------------- figures over runs
 
 
-def _spread(values: list) -> dict:
-    known = [v for v in values if v is not None]
-    if not known:
-        return {"median": None, "min": None, "max": None, "n": 0}
-    return {"median": statistics.median(known), "min": min(known), "max": max(known), "n": len(known)}
-
-
 SPLIT_PARTS = ("planning_ms", "offset_log_ms", "commit_log_ms", "state_upload_ms", "state_commit_ms")
 
 
 def _split_medians(result: dict) -> dict[str, float | None]:
     """The median of each split part over a run's boundaries."""
     return {
-        part: _spread([b["split"].get(part) for b in result.get("boundaries", []) if b.get("split")])["median"]
+        part: spread([b["split"].get(part) for b in result.get("boundaries", []) if b.get("split")])["median"]
         for part in SPLIT_PARTS
     }
 
@@ -306,8 +288,8 @@ def long_part(results: list[dict]) -> dict:
     firsts = [_first_boundary(r) for r in results]
     return {
         "boundaries_per_run": [r.get("boundaries_crossed") or 0 for r in results],
-        **{name: _spread([f[name] for f in firsts]) for name in ("stall_ms", "state_requests", "state_bytes")},
-        "critical_path": _spread([f["critical_path"] for f in firsts]),
+        **{name: spread([f[name] for f in firsts]) for name in ("stall_ms", "state_requests", "state_bytes")},
+        "critical_path": spread([f["critical_path"] for f in firsts]),
     }
 
 
@@ -325,20 +307,20 @@ def cell_row(cell: Cell, runs: list[dict]) -> dict:
         "variant": cell.variant,
         "role": cell.role,
         "runs": len(runs),
-        "p50_ms": _spread([r.get("p50_ms") for r in results]),
-        "p99_ms": _spread([r.get("p99_ms") for r in results]),
-        "max_ms": _spread([r.get("max_ms") for r in results]),
-        "stall_ms": _spread([r.get("stall_median_ms") for r in results]),
+        "p50_ms": spread([r.get("p50_ms") for r in results]),
+        "p99_ms": spread([r.get("p99_ms") for r in results]),
+        "max_ms": spread([r.get("max_ms") for r in results]),
+        "stall_ms": spread([r.get("stall_median_ms") for r in results]),
         "boundaries": sum(r.get("boundaries_crossed") or 0 for r in results),
         "missing": sum(r.get("missing") or 0 for r in results),
-        "split_ms": {part: _spread([_split_medians(r)[part] for r in results])["median"] for part in SPLIT_PARTS},
-        "requests_per_boundary": _spread([s.get("requests_per_boundary") for s in storage]),
+        "split_ms": {part: spread([_split_medians(r)[part] for r in results])["median"] for part in SPLIT_PARTS},
+        "requests_per_boundary": spread([s.get("requests_per_boundary") for s in storage]),
         "requests_by_kind": {
-            k: _spread([(s.get("requests_per_boundary_by_kind") or {}).get(k, 0) for s in storage if s])["median"]
+            k: spread([(s.get("requests_per_boundary_by_kind") or {}).get(k, 0) for s in storage if s])["median"]
             for k in kinds
         },
-        "data_path": _spread([s.get("data_path_median") for s in storage]),
-        "critical_path": _spread([s.get("critical_path_median") for s in storage]),
+        "data_path": spread([s.get("data_path_median") for s in storage]),
+        "critical_path": spread([s.get("critical_path_median") for s in storage]),
         **extra,
     }
 
@@ -393,15 +375,6 @@ def assemble(done: list[dict], cells: list[Cell]) -> list[dict]:
 
 
 # ---------------------------------------------------------------- the results file and its table
-
-
-def _ms(figure: dict) -> str:
-    if figure["median"] is None:
-        return "-"
-    text = f"{figure['median']:,.0f}"
-    if figure["n"] > 1 and figure["min"] != figure["max"]:
-        text += f" ({figure['min']:,.0f}–{figure['max']:,.0f})"
-    return text
 
 
 def _n(value: float | None) -> str:
@@ -459,10 +432,10 @@ def markdown(result: dict) -> str:
             r["shape"],
             _where(r),
             r["runs"],
-            _ms(r["p50_ms"]),
-            _ms(r["p99_ms"]),
-            _ms(r["max_ms"]),
-            _ms(r["stall_ms"]),
+            ms_cell(r["p50_ms"]),
+            ms_cell(r["p99_ms"]),
+            ms_cell(r["max_ms"]),
+            ms_cell(r["stall_ms"]),
             _n(r["critical_path"]["median"]),
         ]
         for r in rows
@@ -571,14 +544,14 @@ def _long_section(rows: list[dict], found: list[dict], rate: float) -> list[str]
             [
                 r["shape"],
                 r["runs"],
-                _ms(r["long"]["stall_ms"]),
+                ms_cell(r["long"]["stall_ms"]),
                 _n(check.get("predicted_ms")),
                 "-" if error is None else f"{error:.0%}" + (" ✓" if check.get("within_target") else " ✗"),
-                _ms(r["long"]["state_requests"]),
+                ms_cell(r["long"]["state_requests"]),
                 _mb(r["long"]["state_bytes"]),
-                _ms(r["long"]["critical_path"]),
-                _ms(r["p99_ms"]),
-                _ms(r["max_ms"]),
+                ms_cell(r["long"]["critical_path"]),
+                ms_cell(r["p99_ms"]),
+                ms_cell(r["max_ms"]),
             ]
         )
     keys = rate * interval_ms(LONG_BATCH_DURATION) / 1000

@@ -25,7 +25,6 @@ one machine and one set of run settings. The lead's run, then the table and plot
 import argparse
 import datetime as dt
 import gzip
-import json
 import shutil
 import statistics
 import sys
@@ -39,12 +38,12 @@ from rtm_lab.benchmarks import (
     engines,
     engines_report,
     gc_log,
+    results_file,
     run_record,
     stall_watch,
 )
 from rtm_lab.benchmarks.dedup_cells import Cell
 from rtm_lab.benchmarks.retry_outcomes import clock_time
-from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "docs" / "results" / "dedup-stall.json"
@@ -100,15 +99,7 @@ def run_settings(args: argparse.Namespace) -> dict:
 
 
 def load(path: Path) -> dict:
-    if not path.is_file():
-        return {"benchmark": "dedup-stall", "runs": {}, "invocations": []}
-    try:
-        result = json.loads(path.read_text())
-    except ValueError as exc:
-        raise LabError(f"{path} is not JSON ({exc}); choose another --json") from None
-    if result.get("benchmark") != "dedup-stall":
-        raise LabError(f"{path} is not a dedup-stall results file; choose another --json")
-    return result
+    return results_file.load(path, "dedup-stall", {"runs": {}, "invocations": []})
 
 
 def refusal(result: dict, settings: dict, here: str) -> str | None:

@@ -18,15 +18,21 @@ a file holds one machine and one set of run settings. Resumable: a rerun reads t
 
 import argparse
 import datetime as dt
-import json
 import sys
 from pathlib import Path
 
 from rtm_lab import cli, machine
-from rtm_lab.benchmarks import engine_capacity_report, engine_run, engines, engines_report, held_rate, run_record
+from rtm_lab.benchmarks import (
+    engine_capacity_report,
+    engine_run,
+    engines,
+    engines_report,
+    held_rate,
+    results_file,
+    run_record,
+)
 from rtm_lab.benchmarks.per_task_search import SEARCH_DONE, next_rate
 from rtm_lab.benchmarks.retry_outcomes import clock_time
-from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 
 PIPELINES = ("transform", "count")  # the first two; the deduplication once its stall is understood
@@ -121,15 +127,7 @@ def row(figures: dict) -> dict:
 
 
 def load(path: Path) -> dict:
-    if not path.is_file():
-        return {"benchmark": "engine-capacity", "runs": [], "invocations": []}
-    try:
-        result = json.loads(path.read_text())
-    except ValueError as exc:
-        raise LabError(f"{path} is not JSON ({exc}); choose another --json") from None
-    if result.get("benchmark") != "engine-capacity":
-        raise LabError(f"{path} is not an engine-capacity results file; choose another --json")
-    return result
+    return results_file.load(path, "engine-capacity", {"runs": [], "invocations": []})
 
 
 def refusal(result: dict, settings: dict, here: str) -> str | None:
