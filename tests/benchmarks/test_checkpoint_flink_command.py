@@ -113,3 +113,14 @@ def test_the_recorded_smoke_run_assembles_and_renders():
     text = report.markdown({**recorded, "rows": rows})
     assert all(f"--8<-- [start:{name}]" in text for name in report.SECTIONS)
     assert "read back over Flink's REST API" in text
+
+
+def test_the_evidence_names_flink_versions_not_spark():
+    """The run record carries the Spark pins; the footer of a Flink table names the Flink ones."""
+    recorded = json.loads(RECORDED.read_text())
+    assert "flink" not in recorded["versions"]  # a file from before the runs recorded Flink's versions
+    line = next(x for x in report.markdown(recorded).splitlines() if x.startswith("- Versions:"))
+    assert f"flink {recorded['flink_version']}" in line and "flink_kafka_connector" in line
+    assert "spark" not in line
+    rebuilt = report.flink_versions({"flink_version": "9.9", "versions": {"spark": "4.3.0", "kafka_broker": "4.3.1"}})
+    assert rebuilt["flink"] == "9.9" and "spark" not in rebuilt and rebuilt["kafka_broker"] == "4.3.1"

@@ -251,6 +251,8 @@ def build(done: list[dict], args: argparse.Namespace, record: dict, previous: di
         "rows": report.assemble(done, list(SHAPES), storages(done)),
         "done": done,
         **record,
+        # the Spark record's versions are the wrong engine's; these are the ones the runs used
+        "versions": report.flink_versions({"flink_version": FLINK_VERSION, "versions": record.get("versions", {})}),
         "sessions": [
             *previous.get("sessions", []),
             *([{k: record[k] for k in ("command", "started", "timestamp", "load_average")}] if ran else []),

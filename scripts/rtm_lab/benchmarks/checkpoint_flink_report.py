@@ -94,6 +94,24 @@ def readback_line(done: list[dict]) -> str:
     return "read back over Flink's REST API: " + "; ".join([*parts, f"checkpoint storage {' / '.join(storage)}"])
 
 
+def flink_versions(result: dict) -> dict[str, str]:
+    """The versions these runs ran on: Flink, its S3 file system plugin (2.2.0: Maven Central has no 2.2.1), its Kafka connector, the
+    broker and the lab's S3 store. Files from before runs recorded them carry the Spark record's versions; Flink's
+    own then come from `flink_version`, the connector from the pins of that commit, which are today's."""
+    from rtm_lab import versions
+
+    recorded = result.get("versions", {})
+    if "flink" in recorded:
+        return recorded
+    return {
+        "flink": result["flink_version"],
+        "flink_s3_fs_hadoop": versions.FLINK_S3_FS_VERSION,
+        "flink_kafka_connector": versions.FLINK_KAFKA_CONNECTOR_VERSION,
+        "kafka_broker": recorded.get("kafka_broker", versions.KAFKA_BROKER_VERSION),
+        "versitygw": versions.VERSITYGW_VERSION,
+    }
+
+
 def markdown(result: dict) -> str:
     from rtm_lab.benchmarks.run_record import record_lines
 
@@ -187,7 +205,7 @@ def markdown(result: dict) -> str:
         if kinds
         else [],
         "evidence": record_lines(
-            result,
+            {**result, "versions": flink_versions(result)},
             f"parallelism 2 (2 partitions per topic); {readback_line(result['done'])}",
             runs=len(result["done"]),
             records=result.get("sessions") or None,
