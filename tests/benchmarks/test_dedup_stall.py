@@ -217,6 +217,28 @@ def test_the_table_has_a_row_per_cell_with_the_stall_and_gc_columns(tmp_path):
     assert f"Seconds with p99 > {settings['stall_ms']:,.0f} ms" in text and "- Command: `" in text
 
 
+def test_the_table_shows_each_cores_load_and_the_input_the_broker_appended():
+    """An isolated run names the engine's core and the harness's; its input's busiest second shows bursts."""
+    fields = ["second", "p50_ms", "p99_ms", "max_ms", "in_per_s", "out_per_s"]
+    series = [[t, 10, 20, 30, 40_000 if t == 9 else 4_000, 4_000] for t in range(12)]
+    isolated = [
+        {
+            "placement": "isolated",
+            "engine_cores": [0],
+            "core_busy": {"0": b, "1": 1.0},
+            "series_fields": fields,
+            "series": series,
+        }
+        for b in (0.84, 0.57, 0.72)
+    ]
+    assert dedup_stall_report.cores_cell(isolated) == "engine 72, harness 100"
+    assert dedup_stall_report.input_cell(isolated, warmup_s=5) == "4,000; max 40,000"
+    shared = [{**isolated[0], "placement": "shared", "engine_cores": [0, 1], "core_busy": {"0": 0.99, "1": 0.97}}]
+    assert dedup_stall_report.cores_cell(shared) == "both 99 / 97"
+    # the warm-up's seconds are left out
+    assert dedup_stall_report.input_cell(isolated, warmup_s=10) == "4,000; max 4,000"
+
+
 # ---------------------------------------------------------------- the command
 
 

@@ -36,14 +36,48 @@ def _gc_cell(runs: list[dict]) -> str:
     return total if longest is None else f"{total}; longest {engines_report._num(longest)}"
 
 
-def outputs_per_s(run: dict, warmup_s: float) -> float | None:
-    """The median outputs per second over the run's measured seconds (the warm-up left out), from its series."""
+def per_second(run: dict, warmup_s: float, field: str, how=statistics.median) -> float | None:
+    """`how` (the median by default) of one per-second `field` over the run's measured seconds (the warm-up left
+    out), from its series."""
     fields, series = run.get("series_fields"), run.get("series") or []
     if not fields or not series:
         return None
-    t, out = fields.index("second"), fields.index("out_per_s")
-    values = [row[out] for row in series if row[t] >= warmup_s]
-    return float(statistics.median(values)) if values else None
+    t, at = fields.index("second"), fields.index(field)
+    values = [row[at] for row in series if row[t] >= warmup_s]
+    return float(how(values)) if values else None
+
+
+def outputs_per_s(run: dict, warmup_s: float) -> float | None:
+    """The median outputs per second over the run's measured seconds (the warm-up left out), from its series."""
+    return per_second(run, warmup_s, "out_per_s")
+
+
+def input_cell(runs: list[dict], warmup_s: float) -> str:
+    """The input the engine saw, as the broker stamped it: the median second (median over runs) and the busiest
+    second of any run. A busiest second far above the rate means the broker appended in bursts."""
+    medians = [{"v": per_second(r, warmup_s, "in_per_s")} for r in runs]
+    peaks = [p for r in runs if (p := per_second(r, warmup_s, "in_per_s", max)) is not None]
+    median = engines_report.spread_cell(medians, "v")
+    return median if not peaks else f"{median}; max {engines_report._num(max(peaks))}"
+
+
+def cores_cell(runs: list[dict]) -> str:
+    """Each core's busy share over the run, median over the runs, in per cent. Isolated runs name the engine's core
+    and the harness's (broker, generator, reader); shared runs have everything on both."""
+    busy: dict[str, list[float]] = {}
+    for run in runs:
+        for core, share in (run.get("core_busy") or {}).items():
+            busy.setdefault(str(core), []).append(share)
+    if not busy:
+        return "-"
+    engine = {str(c) for c in runs[0].get("engine_cores") or []}
+    shares = {core: round(100 * statistics.median(v)) for core, v in sorted(busy.items())}
+    if runs[0].get("placement") == "isolated" and engine and engine != set(shares):
+        named = [f"engine {shares[c]}" for c in shares if c in engine] + [
+            f"harness {shares[c]}" for c in shares if c not in engine
+        ]
+        return ", ".join(named)
+    return "both " + " / ".join(str(v) for v in shares.values())
 
 
 def _busiest(runs: list[dict]) -> str:
@@ -76,6 +110,8 @@ def markdown(result: dict) -> str:
                 engines_report.spread_cell(runs, "p50_ms"),
                 engines_report.spread_cell(runs, "p99_ms"),
                 engines_report.spread_cell(outs, "out"),
+                input_cell(runs, result["settings"]["warmup_s"]),
+                cores_cell(runs),
                 engines_report.spread_cell(stall, "over"),
                 f"{stalled} of {len(runs)}",
                 _gc_cell(runs),
@@ -89,13 +125,17 @@ def markdown(result: dict) -> str:
         "p50 ms",
         "p99 ms",
         "Outputs/s",
+        "Input/s",
+        "Cores busy %",
         f"Seconds with p99 > {threshold:,.0f} ms",
         "Runs that stalled",
         "GC paused ms (window)",
         "Busiest thread in the stall's dumps: top frame",
     ]
     lines.append(
-        markdown_table(header, rows, ["", "", "right", "right", "right", "right", "right", "right", "right", ""])
+        markdown_table(
+            header, rows, ["", "", "right", "right", "right", "right", "right", "", "right", "right", "right", ""]
+        )
     )
     s = result["settings"]
     lines += [
@@ -103,7 +143,9 @@ def markdown(result: dict) -> str:
         f"{s['warmup_s']:.0f} s warm-up then {s['seconds']:.0f} s measured; median (range) over the runs. "
         f"A run stalled when a measured second's p99 passed {threshold:,.0f} ms. "
         "Outputs/s: the median of the measured seconds (the user-keyed deduplication writes each user's first event "
-        "only, so its outputs dwindle). GC paused: the engine JVM's stop-the-world pauses in the measured window, from its `-Xlog:gc*` log. "
+        "only, so its outputs dwindle). Input/s: the source records the broker appended per measured second, the median "
+        "second and the busiest second of any run. Cores busy: each core's busy share over the run, from `/proc/stat`; "
+        "isolated runs give the engine's core and the harness's (broker, generator, reader). GC paused: the engine JVM's stop-the-world pauses in the measured window, from its `-Xlog:gc*` log. "
         "The dumps (`jcmd Thread.print`, three a second apart) are taken when the live lag first passes the threshold; "
         "the busiest thread used the most CPU between them.",
         "",
