@@ -24,6 +24,8 @@
                                                  like-for-like issue's closing note; skipped until a placement file exists
   python scripts/tables.py dedup-stall           the deduplication stall's factorial, from dedup-stall.json; skipped
                                                  while that file does not exist
+  python scripts/tables.py dedup-stall-warm60    the same for the base and Flink with a 60 s warm-up, from
+                                                 dedup-stall-warm60.json; skipped likewise
   python scripts/tables.py engine-capacity-shared, engine-capacity-isolated   each engine's searched capacity, from
                                                  engine-capacity-PLACEMENT.json; skipped likewise
   python scripts/tables.py plan-check            the planner's predictions beside runs, from plan-check.json; skipped
@@ -269,6 +271,11 @@ TABLES = {
         "dedup-stall.md",
         _from_json("dedup-stall.json", "rtm_lab.benchmarks.dedup_stall_report"),
         once_measured="dedup-stall.json",
+    ),
+    "dedup-stall-warm60": Table(
+        "dedup-stall-warm60.md",
+        _from_json("dedup-stall-warm60.json", "rtm_lab.benchmarks.dedup_stall_report", "warm60_markdown"),
+        once_measured="dedup-stall-warm60.json",
     ),
     "engine-capacity-shared": Table(
         "engine-capacity-shared.md",

@@ -90,8 +90,8 @@ def _busiest(runs: list[dict]) -> str:
     return "-"
 
 
-def markdown(result: dict) -> str:
-    lines = [generated_note(COMMAND), ""]
+def markdown(result: dict, command: str = COMMAND) -> str:
+    lines = [generated_note(command), ""]
     grouped = by_cell(result)
     if not grouped:
         return "\n".join([*lines, "No run yet: `python scripts/bench.py dedup-stall`.", ""])
@@ -153,6 +153,11 @@ def markdown(result: dict) -> str:
     every = list(result["runs"].values())
     lines += run_record.record_lines(every[-1], runs=len(every), records=every)
     return "\n".join(lines) + "\n"
+
+
+def warm60_markdown(result: dict) -> str:
+    """The same table for the intervention with a 60 s warm-up (dedup-stall-warm60.json), named by its own command."""
+    return markdown(result, command=f"{COMMAND}-warm60")
 
 
 def plot_path(json_path: Path) -> Path:
