@@ -78,6 +78,9 @@ def test_skill_md_gets_four_columns_and_the_front_page_four_others():
             "reference/version-matrix.md",
         ),
         ("references/version-matrix.md#the-table", "reference/version-matrix.md#the-table"),
+        # A marker right before a heading: the part starts at that heading, not at the one before the marker.
+        ("references/rtm-or-flink-stall.md", "guides/rtm-or-flink.md#why-deduplication-falls-behind-at-10000-eventss"),
+        ("references/rtm-or-flink-limits.md", "guides/rtm-or-flink.md#after-a-kill"),
     ],
 )
 def test_skill_links_become_links_to_the_docs_section(skill_link, site_link):

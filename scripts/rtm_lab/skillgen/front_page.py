@@ -57,16 +57,27 @@ class SiteLinks:
 
 
 def _section_of_marker(body: str, name: str) -> str:
-    """The anchor of the last heading before the marker that starts reference `name` (a part split off mid-section)."""
+    """The anchor where reference `name` starts: the heading right after its marker when one follows it (blank lines
+    aside), else the last heading before the marker (a part split off mid-section)."""
     section = ""
     lines = body.splitlines()
+    marked = False
     for line, code in zip(lines, in_code(lines), strict=True):
         if code:
+            if marked:
+                return section
+            continue
+        heading = HEADING.match(line)
+        if marked:
+            if heading:
+                return slugify(heading["title"])
+            if line.strip():
+                return section
             continue
         switch = SWITCH.match(line.strip())
         if switch and switch["name"] == name:
-            return section
-        heading = HEADING.match(line)
+            marked = True
+            continue
         if heading:
             section = slugify(heading["title"])
     return section
