@@ -81,12 +81,12 @@ def cores_cell(runs: list[dict]) -> str:
 
 
 def _busiest(runs: list[dict]) -> str:
+    """The busiest thread in the first stalled run's dumps, by name only: its frames stay in the results file and the
+    run's dumps (a frame's full name would widen the table past a laptop's window)."""
     for run in runs:
         busiest = (run.get("stall") or {}).get("busiest") or []
         if busiest:
-            top = busiest[0]
-            frame = top["top_frames"][0] if top["top_frames"] else top["state"]
-            return f"`{top['thread'][:40]}`: `{frame}`"
+            return f"`{busiest[0]['thread'][:32]}`"
     return "-"
 
 
@@ -130,7 +130,7 @@ def markdown(result: dict, command: str = COMMAND) -> str:
         f"Seconds with p99 > {threshold:,.0f} ms",
         "Runs that stalled",
         "GC paused ms (window)",
-        "Busiest thread in the stall's dumps: top frame",
+        "Busiest thread in the stall's dumps",
     ]
     lines.append(
         markdown_table(
@@ -147,7 +147,7 @@ def markdown(result: dict, command: str = COMMAND) -> str:
         "second and the busiest second of any run. Cores busy: each core's busy share over the run, from `/proc/stat`; "
         "isolated runs give the engine's core and the harness's (broker, generator, reader). GC paused: the engine JVM's stop-the-world pauses in the measured window, from its `-Xlog:gc*` log. "
         "The dumps (`jcmd Thread.print`, three a second apart) are taken when the live lag first passes the threshold; "
-        "the busiest thread used the most CPU between them.",
+        "the busiest thread used the most CPU between them (its top frames are in the results file).",
         "",
     ]
     every = list(result["runs"].values())
