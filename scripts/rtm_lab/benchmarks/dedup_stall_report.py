@@ -100,7 +100,6 @@ def markdown(result: dict, command: str = COMMAND) -> str:
     for name, runs in grouped.items():
         stall = [{"over": (r.get("stall") or {}).get("series_seconds_over")} for r in runs]
         stalled = sum(1 for s in stall if (s["over"] or 0) > 0)
-        outs = [{"out": outputs_per_s(r, result["settings"]["warmup_s"])} for r in runs]
         changed = runs[0].get("changed") or []
         rows.append(
             [
@@ -109,7 +108,6 @@ def markdown(result: dict, command: str = COMMAND) -> str:
                 len(runs),
                 engines_report.spread_cell(runs, "p50_ms"),
                 engines_report.spread_cell(runs, "p99_ms"),
-                engines_report.spread_cell(outs, "out"),
                 input_cell(runs, result["settings"]["warmup_s"]),
                 cores_cell(runs),
                 engines_report.spread_cell(stall, "over"),
@@ -124,7 +122,6 @@ def markdown(result: dict, command: str = COMMAND) -> str:
         "Runs",
         "p50 ms",
         "p99 ms",
-        "Outputs/s",
         "Input/s",
         "Cores busy %",
         f"Seconds with p99 > {threshold:,.0f} ms",
@@ -134,7 +131,7 @@ def markdown(result: dict, command: str = COMMAND) -> str:
     ]
     lines.append(
         markdown_table(
-            header, rows, ["", "", "right", "right", "right", "right", "right", "", "right", "right", "right", ""]
+            header, rows, ["", "", "right", "right", "right", "right", "", "right", "right", "right", ""]
         )
     )
     s = result["settings"]
@@ -142,8 +139,7 @@ def markdown(result: dict, command: str = COMMAND) -> str:
         f"Cells are ENGINE/KEYS/WAIT/pSHUFFLE-PARTITIONS/PLACEMENT at {s['rate']:,} events/s, "
         f"{s['warmup_s']:.0f} s warm-up then {s['seconds']:.0f} s measured; median (range) over the runs. "
         f"A run stalled when a measured second's p99 passed {threshold:,.0f} ms. "
-        "Outputs/s: the median of the measured seconds (the user-keyed deduplication writes each user's first event "
-        "only, so its outputs dwindle). Input/s: the source records the broker appended per measured second, the median "
+        "Input/s: the source records the broker appended per measured second, the median "
         "second and the busiest second of any run. Cores busy: each core's busy share over the run, from `/proc/stat`; "
         "isolated runs give the engine's core and the harness's (broker, generator, reader). GC paused: the engine JVM's stop-the-world pauses in the measured window, from its `-Xlog:gc*` log. "
         "The dumps (`jcmd Thread.print`, three a second apart) are taken when the live lag first passes the threshold; "
