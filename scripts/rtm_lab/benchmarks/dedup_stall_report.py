@@ -47,11 +47,6 @@ def per_second(run: dict, warmup_s: float, field: str, how=statistics.median) ->
     return float(how(values)) if values else None
 
 
-def outputs_per_s(run: dict, warmup_s: float) -> float | None:
-    """The median outputs per second over the run's measured seconds (the warm-up left out), from its series."""
-    return per_second(run, warmup_s, "out_per_s")
-
-
 def input_cell(runs: list[dict], warmup_s: float) -> str:
     """The input the engine saw, as the broker stamped it: the median second (median over runs) and the busiest
     second of any run. A busiest second far above the rate means the broker appended in bursts."""
