@@ -125,9 +125,7 @@ def markdown(result: dict, command: str = COMMAND) -> str:
         "Busiest thread in the stall's dumps",
     ]
     lines.append(
-        markdown_table(
-            header, rows, ["", "", "right", "right", "right", "right", "", "right", "right", "right", ""]
-        )
+        markdown_table(header, rows, ["", "", "right", "right", "right", "right", "", "right", "right", "right", ""])
     )
     s = result["settings"]
     lines += [
