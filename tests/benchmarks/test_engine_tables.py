@@ -143,3 +143,26 @@ def test_redo_with_only_drops_the_rows_it_selects_and_keeps_the_others():
     assert [k for k in steps if engines.selected(engines.extra_cell("capacity", k), ["flink/count"])] == [
         "flink/count/5000"
     ]
+
+
+def test_a_placement_table_counts_each_runs_seconds_behind_after_the_warm_up_and_orders_the_profiles():
+    fields = ["second", "p50_ms", "p99_ms", "max_ms", "in_per_s", "out_per_s"]
+    # Seconds 0-1 are the warm-up: their 5,000 ms p99 is left out. Then 2 of the measured seconds pass 1 s.
+    series = [[0, 1, 5000, 5000, 1, 1], [1, 1, 5000, 5000, 1, 1], [2, 1, 1500, 1600, 1, 1], [3, 1, 1000, 1000, 1, 1]]
+    series += [[4, 1, 2000, 2100, 1, 1], [5, 1, None, None, 0, 0]]
+    behind = {"series": series, "series_fields": fields}
+    calm = {"series": [[s, 1, 10, 20, 1, 1] for s in range(6)], "series_fields": fields}
+    assert engines_report.seconds_behind(behind, 2) == 2 and engines_report.seconds_behind(calm, 2) == 0
+    runs = [
+        fixture_run("spark", 5.0, 20.0, repeat=1, **behind),
+        fixture_run("spark", 5.0, 20.0, repeat=2, **calm),
+        fixture_run("spark", 5.0, 20.0, repeat=3, **behind),
+        fixture_run("flink", 7.0, 40.0, profile="default", **calm),
+        fixture_run("flink", 7.0, 40.0, profile="tuned-heap", **calm),
+    ]
+    result = {**fixture_file(*runs), "settings": {"warmup_s": 2}}
+    text = engines_report.markdown(result)
+    assert "| p50 ms | p99 ms | s behind |" in text and "| max ms |" not in text
+    assert "| count | 1,000 | tuned | Spark RTM | 3 | 5.0 | 20 | 2 (0-2) |" in text
+    profiles = [line.split(" | ")[2] for line in text.splitlines() if line.startswith("| count | 1,000 |")]
+    assert profiles[-2:] == ["tuned-heap", "default"], profiles

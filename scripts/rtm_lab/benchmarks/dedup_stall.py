@@ -135,11 +135,6 @@ def first_second_over(series: list[list], fields: list[str], threshold_ms: float
                 None)  # fmt: skip
 
 
-def seconds_over(series: list[list], fields: list[str], threshold_ms: float, from_s: float) -> int:
-    t, p99 = fields.index("second"), fields.index("p99_ms")
-    return sum(1 for row in series if row[t] >= from_s and row[p99] is not None and row[p99] > threshold_ms)
-
-
 def gc_summary(gc_texts: dict[str, str], uptime_at_start: dict[str, float], warmup: float, seconds: float) -> dict:
     """Per JVM (by pid), its pauses over the whole log and over the measured window; and the window's over all JVMs."""
     per_jvm = {}
@@ -201,7 +196,7 @@ def row(
         "stall": {
             "threshold_ms": threshold,
             "series_first_over_s": first_second_over(series, fields, threshold, warmup),
-            "series_seconds_over": seconds_over(series, fields, threshold, warmup),
+            "series_seconds_over": engines_report.seconds_over(series, fields, threshold, warmup),
             "live_first_over_s": (watch or {}).get("first_over_s"),
             "live_lag_max_ms": (watch or {}).get("lag_max_ms"),
             "dumps_taken": dumped,

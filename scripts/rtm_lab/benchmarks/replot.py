@@ -18,6 +18,14 @@ def redraw(results: Path) -> list[Path]:
         ("latency.json", "latency.png", latency_report.plot),
         ("latency-sweep.json", "latency-sweep.png", sweep),
         ("engines.json", engines_report.plot_path(Path("engines.json")).name, engines_report.plot),
+        *(
+            (f"engines-{where}.json", name(Path(f"engines-{where}.json")).name, draw)
+            for where in ("shared", "isolated")
+            for name, draw in (
+                (engines_report.plot_path, engines_report.plot),
+                (engines_report.series_plot_path, engines_report.plot_series),
+            )
+        ),
         ("per-task-throughput.json", per_task_report.PLOT, per_task_report.plot),
         ("checkpoint-storage.json", "checkpoint-storage.png", checkpoint_storage.plot),
     ]
