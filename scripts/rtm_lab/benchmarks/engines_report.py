@@ -254,7 +254,8 @@ def readback_lines(result: dict) -> list[str]:
         f"{keys.get('zipf_exponent')}, seed {keys.get('seed')}; the enrichment table holds "
         f"{keys.get('enrichment_rows', 0):,} of them{share}. Task shares: each task's share of the keyed work by the "
         "engine's own partitioner (without an exchange, each source partition's). Core busy: each core's busy "
-        "share over the measured window (median of the runs).",
+        "share over the measured window as `/proc/stat` counts it, the median of the runs; a rough figure, since on a "
+        "virtual machine it can count less than the engine's own CPU time.",
         "",
         "| Pipeline | Events/s | Settings | Engine | State | Checkpoint | GC | Task shares | Core busy |",
         "|---|---|---|---|---|---|---|---|---|",
