@@ -859,21 +859,23 @@ def test_rtm_or_flink_page_like_for_like_the_whole_matrix_lost_nothing_and_agree
     assert result["settings"]["key_space"]["keys"] == 10000 and result["settings"]["key_space"]["zipf_exponent"] == 1.0
 
 
-def test_rtm_or_flink_page_like_for_like_at_1000_events_a_second_level_but_flinks_python_lookup():
-    """Shared cores, 1,000 events/s, tuned: transform, count and deduplication level (equal median p50s, median
-    p99s within 4 ms, no second behind); Flink's enrichment p50 16 against 5 ms, 3.5 times the CPU."""
+@pytest.mark.parametrize("where", ["shared", "isolated"])
+def test_rtm_or_flink_page_like_for_like_at_1000_events_a_second_level_but_flinks_python_lookup(where):
+    """1,000 events/s, tuned, in each placement: transform, count and deduplication level (equal median p50s of 4 to
+    7 ms, median p99s within 5 ms, never a second behind); Flink's enrichment p50 16 to 17 ms against 5, at more
+    than three times the CPU."""
     for pipeline in ("transform", "count", "dedup"):
-        spark, flink = (placement_median("shared", pipeline, 1000, e, "p50_ms") for e in ("spark", "flink"))
+        spark, flink = (placement_median(where, pipeline, 1000, e, "p50_ms") for e in ("spark", "flink"))
         assert spark == flink and 4 <= spark <= 7, (pipeline, spark, flink)
-        spark, flink = (placement_median("shared", pipeline, 1000, e, "p99_ms") for e in ("spark", "flink"))
-        assert abs(spark - flink) <= 4, (pipeline, spark, flink)
+        spark, flink = (placement_median(where, pipeline, 1000, e, "p99_ms") for e in ("spark", "flink"))
+        assert abs(spark - flink) <= 5, (pipeline, spark, flink)
     for pipeline in PIPELINES_4:
         for engine in ("spark", "flink"):
-            assert behind(placement_runs("shared", pipeline, 1000, engine)) == [0, 0, 0], (pipeline, engine)
-    p50 = [placement_median("shared", "enrich", 1000, e, "p50_ms") for e in ("spark", "flink")]
-    assert p50 == [5, 16]
-    cpu = [placement_median("shared", "enrich", 1000, e, "cpu_s_per_m_events") for e in ("spark", "flink")]
-    assert round(cpu[1] / cpu[0], 1) == 3.5, cpu
+            assert behind(placement_runs(where, pipeline, 1000, engine)) == [0, 0, 0], (pipeline, engine)
+    spark, flink = (placement_median(where, "enrich", 1000, e, "p50_ms") for e in ("spark", "flink"))
+    assert spark == 5 and 16 <= flink <= 17, (spark, flink)
+    cpu = [placement_median(where, "enrich", 1000, e, "cpu_s_per_m_events") for e in ("spark", "flink")]
+    assert cpu[1] > 3 * cpu[0], cpu
 
 
 def test_rtm_or_flink_page_like_for_like_at_10000_events_a_second_state_falls_behind_rtm_longer():
