@@ -100,7 +100,7 @@ def test_the_old_and_new_table_puts_each_harness_beside_the_other_and_names_each
     assert "| Pipeline | Events/s | Settings | Engine | First harness | Shared | Isolated |" in text
     assert "| count | 1,000 | tuned | Spark RTM | 4.0 / 11, 1 run | 3.0 / 9.0, 1 run | - |" in text
     assert "| count | 1,000 | tuned | Flink | - | 5.0 / 12, 1 run | - |" in text
-    assert f"- First harness: 1 runs on {engines_report.machine_key({'machine': ELSEWHERE})}" in text
+    assert f"- First harness: on {engines_report.machine_key({'machine': ELSEWHERE})}; 1 run, first start " in text
     assert "- Isolated: not run yet" in text
     with pytest.raises(ValueError, match="2 machines"):
         engines_report.old_and_new(

@@ -13,7 +13,7 @@ the first harness's medians beside the second's, for the note that closes the li
 import statistics
 from pathlib import Path
 
-from rtm_lab import versions
+from rtm_lab import machine, versions
 from rtm_lab.benchmarks import figures, held_rate
 from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import generated_note, markdown_table
@@ -389,7 +389,13 @@ def run_lines(result: dict) -> list[str]:
         f'`realTime="{spark.get("real_time_interval")}"`; Flink {flink.get("version")}, parallelism '
         f"{flink.get('parallelism')}, checkpoints every {flink.get('checkpoint_interval')}; tuned = "
         + ", ".join(f"`{k}={v}`" for conf in s.get("profiles", {}).get("tuned", {}).values() for k, v in conf.items())
-        + "; default = neither set"
+        + "; default = "
+        + (
+            ", ".join(
+                f"`{k}={v}`" for conf in s.get("profiles", {}).get("default", {}).values() for k, v in conf.items()
+            )
+            or "neither set"
+        )
     )
     return _runs_record(result["runs"], setting, flink)
 
@@ -431,7 +437,8 @@ def old_and_new(old: dict, new: dict[str, dict | None]) -> str:
             continue
         if len(machines(result)) > 1:
             raise ValueError(f"the {name} runs come from {len(machines(result))} machines")
-        lines.append(f"- {name.capitalize()}: {len(result['runs'])} runs on {machines(result).pop()}")
+        span = machine.run_span(len(result["runs"]), list(result["runs"].values()))
+        lines.append(f"- {name.capitalize()}: on {machines(result).pop()}; {span}")
     return "\n".join(lines) + "\n"
 
 
