@@ -977,7 +977,7 @@ def test_rtm_or_flink_page_like_for_like_isolated_pins_the_engine_and_fills_the_
     assert {tuple(r["engine_cores"]) for r in isolated} == {(0,)}
     assert {tuple(r["engine_cores"]) for r in shared} == {(0, 1)}
     at_10k = [r for r in isolated if r["rate"] == 10000]
-    assert min(r["core_busy"]["1"] for r in at_10k) >= 0.99
+    assert min(r["core_busy"]["1"] for r in at_10k) >= 0.98
     fields = at_10k[0]["series_fields"]
     t, ins = fields.index("second"), fields.index("in_per_s")
     busiest = [max(row[ins] for row in r["series"] if row[t] >= WARMUP_S) for r in at_10k]
