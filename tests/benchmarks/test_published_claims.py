@@ -999,6 +999,13 @@ def test_rtm_or_flink_page_like_for_like_isolated_at_10000_events_a_second_nothi
     for pipeline in ("transform", "enrich"):
         spark, flink = (placement_median("isolated", pipeline, 10000, e, "p50_ms") for e in ("spark", "flink"))
         assert flink < spark, (pipeline, spark, flink)
+    # At defaults, one run each: only real-time mode's deduplication and Flink's enrichment were behind, 1 s each.
+    defaults = {
+        (p, e): behind(placement_runs("isolated", p, 10000, e, "default"))
+        for p in PIPELINES_4
+        for e in ("spark", "flink")
+    }
+    assert {k: v for k, v in defaults.items() if v != [0]} == {("dedup", "spark"): [1], ("enrich", "flink"): [1]}
 
 
 def test_rtm_or_flink_page_like_for_like_sharing_the_cores_cost_rtm_more():
