@@ -195,7 +195,19 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
         daemon=True,
     )
     producer.start()
-    time.sleep(1)  # rows are flowing through both writers
+    # Both writers hold a connection before the password rotates: on a busy machine the JVM writer's first
+    # connection can come later than a fixed second (a fresh-clone run found only the Python one connected).
+    waiting_for = [c.application_name for c in configs.values()]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        connected = run_sql(
+            own_postgres.dsn,
+            "SELECT DISTINCT application_name FROM pg_stat_activity WHERE application_name = ANY(%s)",
+            (waiting_for,),
+        )
+        if {row[0] for row in connected} == set(waiting_for):
+            break
+        time.sleep(0.5)
 
     own_postgres.set_role_password(new)
     secret.write_text(new + "\n")
