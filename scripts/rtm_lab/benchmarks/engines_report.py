@@ -168,7 +168,7 @@ def markdown(result: dict) -> str:
         raise ValueError(f"the runs come from {len(machines(result))} machines: {'; '.join(sorted(machines(result)))}")
     where = placement(result)
     # The second harness's tables trade the max (in the JSON and the per-second plot) for the seconds behind.
-    tail0 = ("p50_ms", "p99_ms", "behind" if where else "max_ms")
+    columns = ("p50_ms", "p99_ms", "behind" if where else "max_ms")
     header = (
         f"| Pipeline | Events/s | Settings | Engine | Runs | p50 ms | p99 ms | {'s behind' if where else 'max ms'} "
         "| CPU s / M ev. | RSS MiB | Lost | Same output |"
@@ -182,7 +182,7 @@ def markdown(result: dict) -> str:
         lost = sum(r.get("missing") or 0 for r in runs)
         lines.append(
             f"| {pipeline} | {rate:,.0f} | {profile} | {ENGINE_LABELS[engine]} | {len(runs)} | "
-            + " | ".join(behind_cell(runs, warmup) if name == "behind" else spread_cell(runs, name) for name in tail0)
+            + " | ".join(behind_cell(runs, warmup) if name == "behind" else spread_cell(runs, name) for name in columns)
             + f" | {spread_cell(runs, 'cpu_s_per_m_events')} | {spread_cell(runs, 'rss_peak_mib')} | {lost} | "
             + f"{same_output_cell(result, pipeline, rate)} |"
         )
