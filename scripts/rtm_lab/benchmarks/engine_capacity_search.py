@@ -8,7 +8,7 @@ START_RATE until a step is not held, then narrows geometrically until the lowest
 highest held. A step whose generator fell short (held_rate.OFFERED_SHARE) is the ceiling of the search too, and the
 summary says the machine, not the engine, set that limit.
 
-The four searches (transform and count, on each engine) take turns run by run, so a drift in the machine's load
+The six searches (transform, count and deduplication, on each engine) take turns run by run, so a drift in the machine's load
 spreads over all of them. Each placement has its own results file (docs/results/engine-capacity-PLACEMENT.json), and
 a file holds one machine and one set of run settings. Resumable: a rerun reads the file and carries on.
 
@@ -35,7 +35,7 @@ from rtm_lab.benchmarks.per_task_search import SEARCH_DONE, next_rate
 from rtm_lab.benchmarks.retry_outcomes import clock_time
 from rtm_lab.paths import PROJECT_ROOT
 
-PIPELINES = ("transform", "count")  # the first two; the deduplication once its stall is understood
+PIPELINES = engine_capacity_report.PIPELINES
 RUNS_PER_STEP = 3
 START_RATE = 10_000.0
 SECONDS, WARMUP_S = 60.0, 5.0
