@@ -10,8 +10,8 @@ lost, the generator at the rate. One run not held settles a step as not held, so
 search doubles the rate from a start until a step is not held at 100 ms, then narrows the bracket geometrically until
 it is within 10 %; then the same for the 1 s bound, from the steps already run. A step the generator cannot offer ends
 the shape's search: the machine, not the task, is then the limit. On synthetic limits a shape takes 14 to 34 runs
-(tests/benchmarks/test_per_task.py); at about 2 minutes a run (a fresh engine, 10 s of warm-up, 60 s measured, the
-read-back), plan on one to one and a half hours a shape.
+(tests/benchmarks/test_per_task.py); at about 3 minutes a run (a fresh engine, 60 s of warm-up, 60 s measured, the
+read-back), plan on one to two hours a shape.
 
 The results file is written after every run and read back on start: a stopped search resumes where it was. Its
 `capacity` part is derived from the runs on every write (never typed in), and is what the planner reads.
@@ -54,7 +54,10 @@ from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 
 DEFAULT_SECONDS = 60.0
-DEFAULT_WARMUP_S = 10.0
+# A 60 s warm-up, as for bench.py engine-capacity: every run starts behind (JIT compilation, the first fetches), and
+# near a task's limit that start-up backlog drains slowly, at capacity minus rate (at 90 % of capacity, 5 s of
+# backlog takes 45 s). A short warm-up carries it into the measured minute and reads the capacity low.
+DEFAULT_WARMUP_S = 60.0
 RESULTS = PROJECT_ROOT / "docs" / "results" / "per-task-throughput.json"
 # Where each shape's search starts (events/s), in SHAPES' order.
 START_RATES = {
@@ -232,7 +235,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seconds", type=cli.positive_float, default=DEFAULT_SECONDS, help="measured seconds per run (default 60)"
     )
     parser.add_argument(
-        "--warmup", type=cli.non_negative_float, default=DEFAULT_WARMUP_S, help="warm-up seconds per run (default 10)"
+        "--warmup", type=cli.non_negative_float, default=DEFAULT_WARMUP_S, help="warm-up seconds per run (default 60)"
     )
     parser.add_argument(
         "--start-rate",
