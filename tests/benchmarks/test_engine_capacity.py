@@ -72,6 +72,21 @@ def test_the_table_gives_both_engines_median_p99_at_each_step():
     assert "- transform, Real-time mode:" in text and "limited by the engine" in text
 
 
+def test_the_plot_draws_a_panel_per_pipeline_run(tmp_path):
+    """The plot beside the table: one panel per pipeline with runs (the deduplication search is in PIPELINES too)."""
+    from PIL import Image
+
+    runs = search("spark", 27_000) + [{**r, "pipeline": "dedup"} for r in search("flink", 1e9, machine_limit=50_000)]
+    path = tmp_path / "engine-capacity-shared.png"
+    engine_capacity_report.plot({"runs": runs}, path)
+    one = tmp_path / "one.png"
+    engine_capacity_report.plot({"runs": search("spark", 27_000)}, one)
+    assert "dedup" in engine_capacity_search.PIPELINES
+    with Image.open(path) as two_panels, Image.open(one) as one_panel:
+        assert two_panels.width > 1.8 * one_panel.width  # transform and dedup side by side
+        assert two_panels.height == one_panel.height
+
+
 def test_help_and_list_show_each_search_and_its_expected_time(tmp_path, capsys):
     shown = bench_help("engine-capacity", capsys)
     assert "--placement" in shown and "--until HH:MM" in shown

@@ -9,7 +9,7 @@ engine, or the machine when the ceiling is a step the generator could not offer)
 import statistics
 from pathlib import Path
 
-from rtm_lab.benchmarks import engines_report, held_rate, per_task_search, run_record
+from rtm_lab.benchmarks import engines_report, figures, held_rate, per_task_search, run_record
 from rtm_lab.generated import generated_note, markdown_table
 
 LABELS = {"spark": "Real-time mode", "flink": "Flink"}
@@ -95,7 +95,60 @@ def markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_path(json_path: Path) -> Path:
+    return json_path.with_suffix(".png")
+
+
+def plot(result: dict, path: Path) -> None:
+    """One panel per pipeline run: each run's p99 against its rate, per engine, the step medians joined, the bound
+    dashed. A run whose generator fell short is a cross: its rate was not offered."""
+    import matplotlib
+    import matplotlib.ticker
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pipelines = [p for p in PIPELINES if any(r["pipeline"] == p for r in result["runs"])]
+    if not pipelines:
+        return
+    fig, axes = plt.subplots(1, len(pipelines), figsize=(4.6 * len(pipelines), 3.6), squeeze=False, sharey=True)
+    for ax, pipeline in zip(axes[0], pipelines, strict=True):
+        for engine, label in LABELS.items():
+            runs = [r for r in result["runs"] if r["pipeline"] == pipeline and r["engine"] == engine]
+            if not runs:
+                continue
+            colour = engines_report.COLORS[engine]
+            for short in (False, True):
+                mine = [r for r in runs if (r["reached_rate"] < held_rate.OFFERED_SHARE * r["rate"]) is short]
+                ax.scatter([r["rate"] for r in mine], [max(r["p99_ms"] or 0.5, 0.5) for r in mine], s=18,
+                           color=colour, marker="x" if short else "o", alpha=0.7)  # fmt: skip
+            medians = sorted(
+                (rate, statistics.median(r["p99_ms"] for r in step))
+                for rate, step in per_task_search.steps(runs, 1).items()
+            )
+            ax.plot([m[0] for m in medians], [max(m[1], 0.5) for m in medians], "-", color=colour, lw=1, label=label)
+        ax.axhline(held_rate.BOUND_MS, color="grey", ls="--", lw=0.8, label="the bound")
+        ax.set_xscale("log")
+        rates = sorted({r["rate"] for r in result["runs"] if r["pipeline"] == pipeline})
+        ax.set_xticks(rates, [f"{rate / 1000:g}k" for rate in rates], rotation=45)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_title(pipeline, fontsize=9)
+        ax.set_xlabel("events/s (log)", fontsize=8)
+        ax.set_ylabel("p99 ms (log)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    figures.save(fig, path, dpi=100)
+    plt.close(fig)
+
+
 def write(result: dict, json_path: Path) -> Path:
     md = json_path.with_suffix(".md")
     md.write_text(markdown(result))
+    plot(result, plot_path(json_path))
     return md

@@ -4,7 +4,14 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from rtm_lab.benchmarks import checkpoint_storage, engines_report, latency_report, per_task_report, sweep_report
+from rtm_lab.benchmarks import (
+    checkpoint_storage,
+    engine_capacity_report,
+    engines_report,
+    latency_report,
+    per_task_report,
+    sweep_report,
+)
 
 
 def redraw(results: Path) -> list[Path]:
@@ -25,6 +32,10 @@ def redraw(results: Path) -> list[Path]:
                 (engines_report.plot_path, engines_report.plot),
                 (engines_report.series_plot_path, engines_report.plot_series),
             )
+        ),
+        *(
+            (f"engine-capacity-{where}.json", f"engine-capacity-{where}.png", engine_capacity_report.plot)
+            for where in ("shared", "isolated")
         ),
         ("per-task-throughput.json", per_task_report.PLOT, per_task_report.plot),
         ("checkpoint-storage.json", "checkpoint-storage.png", checkpoint_storage.plot),
