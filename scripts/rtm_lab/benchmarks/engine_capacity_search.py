@@ -43,9 +43,18 @@ START_RATE = 10_000.0
 # holds once warm (runs of 2026-11-28 with a 5 s warm-up, kept out of the results).
 SECONDS, WARMUP_S = 60.0, 60.0
 BOUNDS = (float(held_rate.BOUND_MS),)
-# For --list only: where each search is guessed to end, from the old doubling ladder on this machine (real-time mode
-# held 20,000 but not 40,000 on the transform; Flink's generator fell short at 80,000). The search never reads it.
-GUESSED_LIMIT = {"spark": 30_000.0, "flink": 70_000.0}
+# For --list only: where each search is guessed to end. The transform's from the old doubling ladder on this machine
+# (real-time mode held 20,000 but not 40,000; Flink's generator fell short at 80,000); the count's from this search's
+# first steps (real-time mode held 5,000, not 10,000; Flink 10,000, not 20,000); the deduplication's, at most the
+# count's. The search never reads it.
+GUESSED_LIMIT = {
+    ("spark", "transform"): 30_000.0,
+    ("flink", "transform"): 70_000.0,
+    ("spark", "count"): 7_000.0,
+    ("flink", "count"): 14_000.0,
+    ("spark", "dedup"): 5_000.0,
+    ("flink", "dedup"): 10_000.0,
+}
 RUN_SETTINGS = ("seconds", "warmup_s", "bound_ms", "runs_per_step", "start_rate", "placement")
 
 
@@ -228,7 +237,7 @@ def _list(result: dict, settings: dict, keys: list[tuple[str, str]]) -> int:
     for engine, pipeline in keys:
         runs = runs_of(result, engine, pipeline)
         rate, why = next_step(runs, settings)
-        guess = guessed_runs(runs, settings, GUESSED_LIMIT[engine])
+        guess = guessed_runs(runs, settings, GUESSED_LIMIT[engine, pipeline])
         seconds = sum(
             engines.estimate_s((engine, pipeline, r), settings["seconds"], settings["warmup_s"]) for r in guess
         )
@@ -236,7 +245,7 @@ def _list(result: dict, settings: dict, keys: list[tuple[str, str]]) -> int:
         state = f"next {rate:,.0f} events/s ({why})" if rate is not None else f"over ({why or SEARCH_DONE})"
         print(
             f"{engine}/{pipeline}: {len(runs)} runs made; {state}; about {len(guess)} runs left "
-            f"({seconds / 3600:.1f} h) if its limit is near {GUESSED_LIMIT[engine]:,.0f} events/s"
+            f"({seconds / 3600:.1f} h) if its limit is near {GUESSED_LIMIT[engine, pipeline]:,.0f} events/s"
         )
     print(f"about {total_runs} runs, {total_s / 3600:.1f} hours in all ({settings['placement']})")
     return 0
