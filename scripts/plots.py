@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Draw the results plots under docs/results again from their JSON, without running a benchmark.
 
-  python scripts/plots.py                 latency.png, latency-sweep.png, latency-sweep-cdf.png, engines-cdf.png and
-                                          checkpoint-storage.png
+  python scripts/plots.py                 every plot whose JSON is there: latency, latency-sweep (and its CDF),
+                                          engines and each placement's engines-*, engine-capacity-*, per-task-throughput
+                                          and checkpoint-storage
   python scripts/plots.py --results DIR   the same from another results folder
 
 Use it after a change to how the plots are drawn (rtm_lab.benchmarks.figures.save: an opaque white card with a grey border,
