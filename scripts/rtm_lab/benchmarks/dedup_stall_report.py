@@ -175,12 +175,7 @@ def plot(result: dict, path: Path) -> None:
                     label=f"run {run['repeat']}")  # fmt: skip
         ax.axhline(threshold, color="grey", ls="--", lw=0.8)
         ax.set_yscale("log")
-        ax.set_title(name, fontsize=8)
-        ax.set_xlabel("second of the run", fontsize=7)
-        ax.set_ylabel("p99 ms (log)", fontsize=7)
-        ax.tick_params(labelsize=7)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6, loc="upper left")
+        figures.label_panel(ax, name, "second of the run", "p99 ms (log)")
     for ax in list(axes.flat)[len(grouped) :]:
         ax.set_visible(False)
     fig.tight_layout()

@@ -21,3 +21,13 @@ def save(fig, path: Path, dpi: int) -> None:
     fig.patch.set_linewidth(EDGE_POINTS)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, facecolor=CARD, edgecolor=EDGE, transparent=False)
+
+
+def label_panel(ax, title: str, xlabel: str, ylabel: str, legend_loc: str = "upper left") -> None:
+    """The small panels' common dress: title, axis labels, tick size, a grid on both scales' ticks, a legend."""
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc=legend_loc)
