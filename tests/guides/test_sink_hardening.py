@@ -4,7 +4,6 @@ password is read again from the provider's file when the writer reconnects, losi
 
 import json
 import threading
-import time
 from collections import Counter
 
 import pytest
@@ -201,19 +200,19 @@ def test_rotated_password_is_read_again_on_reconnect_by_both_writers(
     # Each writer's connection is terminated at least once after the rotation. A writer between two epochs holds
     # none (the JVM writer connects in open() and disconnects in close()), so the kill is retried until each writer
     # had one to lose: a single attempt found only the Python writer connected on a busy machine.
-    killed: Counter[str] = Counter()
-    deadline = time.monotonic() + 60
-    while set(killed) != set(names) and time.monotonic() < deadline:
+    killed: set[str] = set()
+
+    def each_writer_killed() -> bool:
         rows = run_sql(
             current,
             "SELECT application_name, count(pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE application_name = ANY(%s) GROUP BY 1",
             ([n for n in names if n not in killed],),
         )
-        killed.update({app: n for app, n in rows if n > 0})
-        if set(killed) != set(names):
-            time.sleep(0.2)
-    assert set(killed) == set(names), dict(killed)
+        killed.update(app for app, n in rows if n > 0)
+        return killed == set(names)
+
+    assert wait_until(each_writer_killed, 60, "each writer's connection terminated after the rotation")
     producer.join(timeout=60)
     assert not producer.is_alive()
 

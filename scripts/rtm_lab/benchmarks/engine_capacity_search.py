@@ -8,8 +8,8 @@ START_RATE until a step is not held, then narrows geometrically until the lowest
 highest held. A step whose generator fell short (held_rate.OFFERED_SHARE) is the ceiling of the search too, and the
 summary says the machine, not the engine, set that limit.
 
-The six searches (transform, count and deduplication, on each engine) take turns run by run, so a drift in the machine's load
-spreads over all of them. Each placement has its own results file (docs/results/engine-capacity-PLACEMENT.json), and
+The six searches (transform, count and deduplication, on each engine) take turns run by run, so a drift in the
+machine's load spreads over all of them. Each placement has its own results file (docs/results/engine-capacity-PLACEMENT.json), and
 a file holds one machine and one set of run settings. Resumable: a rerun reads the file and carries on.
 
     python scripts/bench.py engine-capacity --list
