@@ -26,6 +26,8 @@
                                                  while that file does not exist
   python scripts/tables.py dedup-stall-warm60    the same for the base and Flink with a 60 s warm-up, from
                                                  dedup-stall-warm60.json; skipped likewise
+  python scripts/tables.py dedup-stall-watch     the same for a cell watched and unwatched, from dedup-stall-watch.json;
+                                                 skipped likewise
   python scripts/tables.py engine-capacity-shared, engine-capacity-isolated   each engine's searched capacity, from
                                                  engine-capacity-PLACEMENT.json; skipped likewise
   python scripts/tables.py plan-check            the planner's predictions beside runs, from plan-check.json; skipped
@@ -276,6 +278,11 @@ TABLES = {
         "dedup-stall-warm60.md",
         _from_json("dedup-stall-warm60.json", "rtm_lab.benchmarks.dedup_stall_report", "warm60_markdown"),
         once_measured="dedup-stall-warm60.json",
+    ),
+    "dedup-stall-watch": Table(
+        "dedup-stall-watch.md",
+        _from_json("dedup-stall-watch.json", "rtm_lab.benchmarks.dedup_stall_report", "watch_markdown"),
+        once_measured="dedup-stall-watch.json",
     ),
     "engine-capacity-shared": Table(
         "engine-capacity-shared.md",

@@ -8,6 +8,7 @@ are whatever that smoke measured, and the tests check only how the row is derive
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from bench_help import bench_help
@@ -58,6 +59,44 @@ def test_runs_go_repeat_by_repeat_every_other_repeat_reversed_and_only_picks_by_
     assert [dedup_cells.run_id(c, r) for c, r in order if dedup_cells.selected(c, r, ["*/*/20ms/*/*/2"])] == [
         "spark/id/20ms/p2/shared/2"
     ]
+
+
+def test_watch_both_runs_each_cell_unwatched_too_alternating_and_only_picks_both_twins():
+    base, flink = dedup_cells.BASE, dedup_cells.Cell("flink", "id", 5, 2, "shared")
+    cells = dedup_cells.with_unwatched([base, flink])
+    assert [c.name for c in cells] == [
+        "spark/id/5ms/p2/shared",
+        "spark/id/5ms/p2/shared/unwatched",
+        "flink/id/5ms/p2/shared",
+        "flink/id/5ms/p2/shared/unwatched",
+    ]
+    assert cells[1].changed() == ["watch"] and cells[3].changed() == ["engine", "watch"] and base.changed() == []
+    # Watched and unwatched alternate, and which goes first swaps from repeat to repeat.
+    order = dedup_cells.runs(cells[:2], 3)
+    assert [(c.watched, r) for c, r in order] == [(True, 1), (False, 1), (False, 2), (True, 2), (True, 3), (False, 3)]
+    assert [dedup_cells.run_id(c, r) for c, r in order if dedup_cells.selected(c, r, ["spark/id/5ms/p2/shared"])] == [
+        dedup_cells.run_id(c, r) for c, r in order
+    ]
+    assert [dedup_cells.run_id(c, r) for c, r in order if dedup_cells.selected(c, r, ["*/*/*/*/*/2"])] == [
+        "spark/id/5ms/p2/shared/unwatched/2",
+        "spark/id/5ms/p2/shared/2",
+    ]
+
+
+def test_an_unwatched_row_has_no_gc_log_no_dump_and_says_so():
+    kept, figures, _ = recorded()
+    settings = json.loads((FIXTURE / "settings.json").read_text())
+    bare = {k: v for k, v in figures.items() if k != "watch"}
+    got = dedup_stall.row(replace(dedup_cells.BASE, watched=False), 1, bare, {}, settings, None)
+    assert got["cell"] == "spark/id/5ms/p2/shared/unwatched" and got["changed"] == ["watch"]
+    assert got["factors"]["watched"] is False and got["artefacts"] is None
+    assert got["gc"]["window"] is None and got["stall"]["dumps_taken"] == 0 and got["stall"]["busiest"] == []
+    assert got["stall"]["series_seconds_over"] == kept["stall"]["series_seconds_over"]  # read off the series alone
+    result = {"benchmark": "dedup-stall", "settings": settings, "runs": {"a": kept, "b": {**kept, **got}}}
+    text = dedup_stall_report.watch_markdown(result)
+    assert "| `spark/id/5ms/p2/shared/unwatched` | watch | 1 |" in text and "(/unwatched: no GC log" in text
+    assert text.index("| `spark/id/5ms/p2/shared` |") < text.index("| `spark/id/5ms/p2/shared/unwatched` |")
+    assert "python scripts/tables.py dedup-stall-watch" in text
 
 
 def test_a_cell_sets_its_wait_on_spark_and_keys_the_deduplication_by_id_or_user():
@@ -268,5 +307,9 @@ def test_help_names_the_factors_and_the_list_shows_the_runs_left_and_their_time(
     assert "32 of 33 runs left" in text
     code, _, err = listed(["--list", "--json", str(out), "--seconds", "30"], capsys)
     assert code == 2 and err.startswith("error: ") and "holds runs made with" in err
+    code, text, _ = listed(
+        ["--list", "--json", str(tmp_path / "w.json"), "--watch", "both", "--only", "spark/id/5ms/p2/shared"], capsys
+    )
+    assert code == 0 and "spark/id/5ms/p2/shared/unwatched/1 watch" in text and "6 of 6 runs left" in text
     code, _, err = listed(["--only", "nothing/*"], capsys)
     assert code == 2 and err.startswith("error: no run matches --only")

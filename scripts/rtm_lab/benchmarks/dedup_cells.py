@@ -22,12 +22,17 @@ first event only, so its outputs fall from about 9,000 a second to a few a secon
 the stall goes with the user key, state growth and output volume are both candidates; the running count of the engine
 comparison (a bounded state and one output per event, through the same shuffle) tells them apart.
 
+A fifth factor is the watching itself: every run keeps a GC log and, when the live lag first passes the threshold,
+takes three thread dumps (each `jcmd` a JVM of its own) on the cores the engine shares. `--watch both` runs each
+chosen cell also unwatched (no GC log, no live watch, no dump), its name ending in `/unwatched`, so the instruments'
+own cost is a factor changed alone like the others. The plan's cells are the watched ones.
+
 Each cell runs RUNS times. The runs go repeat by repeat through the cells, the order reversed on every other repeat,
 so a drift in the machine's load over the hours spreads over all cells instead of landing on the last ones.
 """
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 RATE = 10_000
 RUNS = 3
@@ -45,10 +50,12 @@ class Cell:
     wait_ms: int  # Spark's streaming-shuffle wait; Flink runs its tuned 5 ms buffer timeout
     partitions: int  # Spark's shuffle partitions; Flink's parallelism stays 2
     placement: str
+    watched: bool = True  # the GC log, the live watch and its thread dumps
 
     @property
     def name(self) -> str:
-        return f"{self.engine}/{self.keys}/{self.wait_ms}ms/p{self.partitions}/{self.placement}"
+        name = f"{self.engine}/{self.keys}/{self.wait_ms}ms/p{self.partitions}/{self.placement}"
+        return name if self.watched else f"{name}/unwatched"
 
     @property
     def pipeline(self) -> str:
@@ -56,11 +63,12 @@ class Cell:
         return "dedup" if self.keys == "id" else "dedup-user"
 
     def changed(self) -> list[str]:
-        """The factors this cell sets away from the base ("engine" for Flink's cells)."""
+        """The factors this cell sets away from the base ("engine" for Flink's cells, "watch" when unwatched)."""
+        unwatched = [] if self.watched else ["watch"]
         if self.engine != "spark":
-            return ["engine"] + (["placement"] if self.placement != BASE.placement else [])
+            return ["engine"] + (["placement"] if self.placement != BASE.placement else []) + unwatched
         names = ("keys", "wait_ms", "partitions", "placement")
-        return [n for n in names if getattr(self, n) != getattr(BASE, n)]
+        return [n for n in names if getattr(self, n) != getattr(BASE, n)] + unwatched
 
 
 BASE = Cell("spark", "id", 5, 2, "shared")
@@ -80,6 +88,11 @@ def plan() -> list[Cell]:
     return list(dict.fromkeys(cells))
 
 
+def with_unwatched(cells: list[Cell]) -> list[Cell]:
+    """Each cell, then its unwatched twin (`--watch both`): runs() then alternates them within every repeat."""
+    return [twin for cell in cells for twin in (cell, replace(cell, watched=False))]
+
+
 def full_factorial_size() -> int:
     return len(KEY_SPACES) * len(WAITS_MS) * len(SHUFFLE_PARTITIONS) * len(PLACEMENTS)
 
@@ -97,10 +110,11 @@ def runs(cells: list[Cell], repeats: int = RUNS) -> list[tuple[Cell, int]]:
 
 
 def selected(cell: Cell, repeat: int, only: list[str]) -> bool:
-    """`--only` patterns name runs by ENGINE/KEYS/WAITms/pPARTITIONS/PLACEMENT[/REPEAT], each part a glob."""
+    """`--only` patterns name runs by ENGINE/KEYS/WAITms/pPARTITIONS/PLACEMENT[/REPEAT], each part a glob; the
+    repeat is matched against the last part, so a pattern picks a cell's unwatched twin's runs as well."""
     if not only:
         return True
-    parts = run_id(cell, repeat).split("/")
+    parts = [*cell.name.split("/")[:5], str(repeat)]
     return any(
         all(fnmatch.fnmatch(part, want) for part, want in zip(parts, pattern.split("/"), strict=False))
         for pattern in only

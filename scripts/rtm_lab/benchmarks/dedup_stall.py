@@ -13,6 +13,9 @@ topics, key space, read-back and per-second series), tuned profile, with three a
   (rtm_lab.benchmarks.stall_watch, thread_dumps);
 - the per-second p99 read against the same threshold: the first second over it, and how many seconds were.
 
+The GC log and the dumps cost CPU on the cores the engine shares, so they are a factor too: `--watch both` runs each
+chosen cell watched and unwatched (only the per-second series), alternating (rtm_lab.benchmarks.dedup_cells).
+
 GC logs and dumps are kept, gzipped, under docs/results/dedup-stall-runs/RUN/ (left out of the site); the rows go
 to docs/results/dedup-stall.json, run by run, so a stopped measurement resumes where it stopped. A results file holds
 one machine and one set of run settings. The lead's run, then the table and plot from the file:
@@ -79,6 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quick",
         action="store_true",
         help=f"a smoke: {QUICK_WARMUP_S:.0f}+{QUICK_SECONDS:.0f} s runs, not the table's",
+    )
+    parser.add_argument(
+        "--watch",
+        choices=("on", "both"),
+        default="on",
+        help="on (default): every run keeps its GC log and thread dumps; both: each cell also unwatched (named "
+        "CELL/unwatched), to measure what the watching costs",
     )
     parser.add_argument("--redo", action="store_true", help="make runs the results file holds again")
     parser.add_argument(
@@ -171,7 +181,7 @@ def row(
     figures: dict,
     gc_texts: dict[str, str],
     settings: dict,
-    artefacts: str,
+    artefacts: str | None,
 ) -> dict:
     """One run's row: the cell's factors, the engine run's figures, the GC pauses and the stall, read off the run's
     own figures, GC logs and watch (pure: the tests build it from a recorded run)."""
@@ -189,6 +199,7 @@ def row(
             "wait_ms": cell.wait_ms,
             "shuffle_partitions": cell.partitions,
             "placement": cell.placement,
+            "watched": cell.watched,
         },
         "changed": cell.changed(),
         **figures,
@@ -221,12 +232,15 @@ def one_run(cell: Cell, repeat: int, settings: dict, state, artefacts: Path, say
     run_id = dedup_cells.run_id(cell, repeat)
     folder = artefacts / folder_name(run_id)
     shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
     rate, seconds, warmup = settings["rate"], settings["seconds"], settings["warmup_s"]
-    answers = engine_run.answering_seqs(cell.pipeline, int(rate * (warmup + seconds)) + 1)
-    watch = stall_watch.watcher(
-        state.kafka_bootstrap, answers, rate, engine_run.PRIMING, settings["stall_ms"], folder, java_executable()
-    )
+    watch, jvm_options = None, None
+    if cell.watched:
+        folder.mkdir(parents=True)
+        answers = engine_run.answering_seqs(cell.pipeline, int(rate * (warmup + seconds)) + 1)
+        watch = stall_watch.watcher(
+            state.kafka_bootstrap, answers, rate, engine_run.PRIMING, settings["stall_ms"], folder, java_executable()
+        )
+        jvm_options = gc_log.option(folder)
     figures = engine_run.run(
         cell.engine,
         cell.pipeline,
@@ -240,9 +254,11 @@ def one_run(cell: Cell, repeat: int, settings: dict, state, artefacts: Path, say
         placement=cell.placement,
         broker_pid=None if state.kafka.external else state.kafka.pid,
         shuffle_partitions=cell.partitions if cell.engine == "spark" else None,
-        jvm_options=gc_log.option(folder),
+        jvm_options=jvm_options,
         watch=watch,
     )
+    if not cell.watched:
+        return row(cell, repeat, figures, {}, settings, None)
     gc_texts = {path.stem.removeprefix("gc-"): path.read_text(errors="replace") for path in gc_log.logs(folder)}
     kept_in = folder.relative_to(PROJECT_ROOT) if folder.is_relative_to(PROJECT_ROOT) else folder
     out = row(cell, repeat, figures, gc_texts, settings, str(kept_in))
@@ -263,7 +279,7 @@ def _say(line: str) -> None:
 
 def main(args: argparse.Namespace, command: str) -> int:
     settings = run_settings(args)
-    cells = dedup_cells.plan()
+    cells = dedup_cells.plan() if args.watch == "on" else dedup_cells.with_unwatched(dedup_cells.plan())
     wanted = [(c, r) for c, r in dedup_cells.runs(cells, args.runs) if dedup_cells.selected(c, r, args.only)]
     if not wanted:
         print("error: no run matches --only; see --list for the names", file=sys.stderr)

@@ -21,7 +21,7 @@ def by_cell(result: dict) -> dict[str, list[dict]]:
     grouped: dict[str, list[dict]] = {}
     for run in result.get("runs", {}).values():
         grouped.setdefault(run["cell"], []).append(run)
-    order = {cell.name: i for i, cell in enumerate(dedup_cells.plan())}
+    order = {cell.name: i for i, cell in enumerate(dedup_cells.with_unwatched(dedup_cells.plan()))}
     return dict(sorted(grouped.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
@@ -128,8 +128,11 @@ def markdown(result: dict, command: str = COMMAND) -> str:
         markdown_table(header, rows, ["", "", "right", "right", "right", "right", "", "right", "right", "right", ""])
     )
     s = result["settings"]
+    unwatched = any(not r.get("factors", {}).get("watched", True) for r in result["runs"].values())
     lines += [
-        f"Cells are ENGINE/KEYS/WAIT/pSHUFFLE-PARTITIONS/PLACEMENT at {s['rate']:,} events/s, "
+        f"Cells are ENGINE/KEYS/WAIT/pSHUFFLE-PARTITIONS/PLACEMENT at {s['rate']:,} events/s"
+        + (" (/unwatched: no GC log, live watch or dump)" if unwatched else "")
+        + ", "
         f"{s['warmup_s']:.0f} s warm-up then {s['seconds']:.0f} s measured; median (range) over the runs. "
         f"A run stalled when a measured second's p99 passed {threshold:,.0f} ms. "
         "Input/s: the source records the broker appended per measured second, the median "
@@ -147,6 +150,11 @@ def markdown(result: dict, command: str = COMMAND) -> str:
 def warm60_markdown(result: dict) -> str:
     """The same table for the intervention with a 60 s warm-up (dedup-stall-warm60.json), named by its own command."""
     return markdown(result, command=f"{COMMAND}-warm60")
+
+
+def watch_markdown(result: dict) -> str:
+    """The same table for the watching's own cost (dedup-stall-watch.json: each cell watched and unwatched)."""
+    return markdown(result, command=f"{COMMAND}-watch")
 
 
 def plot_path(json_path: Path) -> Path:
