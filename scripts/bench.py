@@ -6,6 +6,7 @@ import shlex
 import sys
 
 from rtm_lab import cli
+from rtm_lab.benchmarks import adopt as bench_adopt
 from rtm_lab.benchmarks import boundary_settings as bench_settings
 from rtm_lab.benchmarks import checkpoint_flink as bench_checkpoint_flink
 from rtm_lab.benchmarks import checkpoint_storage as bench_checkpoint
@@ -66,6 +67,11 @@ BENCHMARKS = (
         "checkpoint-storage-flink",
         bench_checkpoint_flink,
         "Flink beside it: a checkpoint every 5 s on local disk and on the S3 store, its cost to the records passing",
+    ),
+    (
+        "adopt",
+        bench_adopt,
+        "not a benchmark: bring a results file made in a scratch folder into docs/results, its commands as typed",
     ),
 )
 
