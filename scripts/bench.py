@@ -29,7 +29,7 @@ BENCHMARKS = (
     (
         "engines",
         bench_engines,
-        "real-time mode against Flink: the guide's four pipelines, latency, CPU and memory; --recovery, --capacity",
+        "real-time mode against Flink: the guide's four pipelines, latency, CPU and memory; --recovery",
     ),
     (
         "monitor",

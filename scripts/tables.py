@@ -17,7 +17,7 @@
   python scripts/tables.py per-task-throughput   the per-task capacity table, from per-task-throughput.json; skipped
                                                  while that file does not exist (nothing is shown before a run)
   python scripts/tables.py per-task-ceilings     those capacities beside the engine capacity runs' whole-query
-                                                 ceilings (engines.json); skipped likewise
+                                                 ceilings (engine-capacity-shared.json); skipped likewise
   python scripts/tables.py engines-shared, engines-isolated   the second engine harness's table per placement, from
                                                  engines-PLACEMENT.json; until that file exists, a line saying so
   python scripts/tables.py engines-old-new       the first harness's medians (engines.json) beside the second's, for the
@@ -143,7 +143,7 @@ def _per_task_ceilings(results: Path) -> str:
     return ceilings_markdown(*(json.loads((results / name).read_text()) for name in CEILING_SOURCES))
 
 
-CEILING_SOURCES = ("per-task-throughput.json", "engines.json")
+CEILING_SOURCES = ("per-task-throughput.json", "engine-capacity-shared.json")
 
 
 def _checkpoint_storage(results: Path) -> str:
@@ -260,9 +260,6 @@ TABLES = {
     "engines": Table("engines.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report")),
     "engines-recovery": Table(
         "engines-recovery.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "recovery_markdown")
-    ),
-    "engines-capacity": Table(
-        "engines-capacity.md", _from_json("engines.json", "rtm_lab.benchmarks.engines_report", "capacity_markdown")
     ),
     "engines-shared": Table("engines-shared.md", _engines_placement("shared")),
     "engines-isolated": Table("engines-isolated.md", _engines_placement("isolated")),

@@ -70,6 +70,11 @@ def test_the_table_gives_both_engines_median_p99_at_each_step():
     assert "| 47,600 | - | - | - | not run |" in text  # real-time mode's search never went there
     assert "- transform, Flink:" in text and "limited by the machine (generator short)" in text
     assert "- transform, Real-time mode:" in text and "limited by the engine" in text
+    assert "search open" not in text  # both searches ended within 10 %
+    # Stopped after two steps 41 % apart: the summary says the search is not over.
+    cut = [r for r in result["runs"] if r["engine"] == "spark" and r["rate"] in (20000.0, 40000.0)]
+    assert {r["rate"] for r in cut} == {20000.0, 40000.0}
+    assert "(search open: not yet within 10 %)" in engine_capacity_report.markdown({**result, "runs": cut})
 
 
 def test_the_plot_draws_a_panel_per_pipeline_run(tmp_path):

@@ -108,18 +108,18 @@ def test_the_old_and_new_table_puts_each_harness_beside_the_other_and_names_each
         )
 
 
-def test_recovery_and_capacity_runs_refuse_another_machine_a_placement_file_or_another_benchmark():
+def test_recovery_runs_refuse_another_machine_a_placement_file_or_another_benchmark():
     first_here = fixture_file(fixture_run("spark", 5, 20, placement=None))
-    assert engines.extra_refusal(first_here) is None
-    assert engines.extra_refusal({"benchmark": "engines", "runs": {}}) is None
+    assert engines.recovery_refusal(first_here) is None
+    assert engines.recovery_refusal({"benchmark": "engines", "runs": {}}) is None
     first_elsewhere = fixture_file(fixture_run("spark", 5, 20, placement=None, machine=ELSEWHERE))
-    assert "was measured on" in engines.extra_refusal(first_elsewhere)
-    # Rows of its own kind from another machine count too, as do the other kind's.
-    assert "was measured on" in engines.extra_refusal(
-        {**first_here, "capacity": {"spark/count/5000": {"machine": ELSEWHERE}}}
+    assert "was measured on" in engines.recovery_refusal(first_elsewhere)
+    # Recovery rows from another machine count too.
+    assert "was measured on" in engines.recovery_refusal(
+        {**first_here, "recovery": {"spark/count/1": {"machine": ELSEWHERE}}}
     )
-    assert "second harness's shared runs" in engines.extra_refusal(fixture_file(fixture_run("spark", 5, 20)))
-    assert "latency benchmark" in engines.extra_refusal({"benchmark": "latency", "runs": {}})
+    assert "second harness's shared runs" in engines.recovery_refusal(fixture_file(fixture_run("spark", 5, 20)))
+    assert "latency benchmark" in engines.recovery_refusal({"benchmark": "latency", "runs": {}})
 
 
 def test_recovery_on_another_machines_results_file_exits_2_before_touching_the_lab_or_the_file(tmp_path):
@@ -135,14 +135,11 @@ def test_recovery_on_another_machines_results_file_exits_2_before_touching_the_l
 
 def test_redo_with_only_drops_the_rows_it_selects_and_keeps_the_others():
     keys = ["spark/transform/1", "flink/transform/1", "spark/count/2"]
-    assert [k for k in keys if engines.selected(engines.extra_cell("recovery", k), ["spark/*"])] == [
+    assert [k for k in keys if engines.selected(engines.recovery_cell(k), ["spark/*"])] == [
         "spark/transform/1",
         "spark/count/2",
     ]
-    steps = ["spark/count/5000", "spark/count/10000", "flink/count/5000"]
-    assert [k for k in steps if engines.selected(engines.extra_cell("capacity", k), ["flink/count"])] == [
-        "flink/count/5000"
-    ]
+    assert [k for k in keys if engines.selected(engines.recovery_cell(k), ["*/count/*/*/2"])] == ["spark/count/2"]
 
 
 def test_a_placement_table_counts_each_runs_seconds_behind_after_the_warm_up_and_orders_the_profiles():

@@ -193,19 +193,17 @@ def test_the_newest_completed_flink_checkpoint_is_the_one_restored(tmp_path):
     assert engine_recovery.latest_flink_checkpoint(tmp_path).name == "chk-10"
 
 
-def test_a_capacity_step_is_held_only_with_the_generator_at_rate_the_p99_under_the_bound_and_nothing_lost():
-    from rtm_lab.benchmarks import engine_capacity, held_rate
+def test_a_run_holds_its_rate_only_with_the_generator_at_rate_the_p99_under_the_bound_and_nothing_lost():
+    from rtm_lab.benchmarks import held_rate
 
-    step = {"rate": 10000, "achieved_rate": 9990.0, "p99_ms": 40.0, "missing": 0, "verdict": "fell behind"}
-    assert engine_capacity.verdict(step) == "held"  # judged from the figures, not from a stored verdict
-    assert engine_capacity.verdict({**step, "p99_ms": float(held_rate.BOUND_MS)}) == "not held"
-    assert engine_capacity.verdict({**step, "missing": 1}) == "not held"
-    assert engine_capacity.verdict({**step, "achieved_rate": 9000.0}) == "generator short"
-    assert engine_capacity.verdict({**step, "p99_ms": None}) == "no p99 recorded"
-    steps = [
-        {**step, "rate": r, "achieved_rate": r, "p99_ms": p} for r, p in ((5000, 10.0), (10000, 3000.0), (20000, 50.0))
-    ]
-    assert engine_capacity.highest_held(steps) == 20000
+    def verdict(p99_ms=40.0, lost=0, reached=9990.0):
+        return held_rate.verdict(p99_ms, lost, 10000, reached)
+
+    assert verdict() == "held"
+    assert verdict(p99_ms=float(held_rate.BOUND_MS)) == "not held"
+    assert verdict(lost=1) == "not held"
+    assert verdict(reached=9000.0) == "generator short"
+    assert verdict(p99_ms=None) == "no p99 recorded"
     # Unanswered events count as infinitely late: 3 of 100 missing put the 98th percentile out of reach.
     assert engine_run._p98_with_unanswered([5.0] * 97, 100) == float("inf")
     assert engine_run._p98_with_unanswered([5.0] * 97 + [9.0, 9.0], 100) == 9.0

@@ -105,19 +105,23 @@ def test_the_table_shows_each_step_and_the_capacity():
 def test_the_ceilings_table_sets_two_tasks_beside_the_whole_query():
     per_task = {"capacity": {"stateless": {"1000": {"held_rate": 9000.0}}}}
 
-    def step(rate, p99):
+    def run(rate, p99):
         return {
             "engine": "spark",
             "pipeline": "transform",
             "rate": rate,
             "p99_ms": p99,
-            "missing": 0,
-            "achieved_rate": rate,
+            "lost": 0,
+            "reached_rate": rate,
         }
 
-    engines = {"capacity": {f"spark/transform/{r}": step(r, p) for r, p in ((10000, 80), (20000, 230), (40000, 3830))}}
-    text = per_task_report.ceilings_markdown(per_task, engines)
-    assert "| stateless | 9,000 | 18,000 | transform | 20,000 | 40,000 |" in text
+    # Three runs a step, as the engine capacity search makes them: 20,000 held, 22,000 not (10 % apart).
+    searched = {
+        "settings": {"runs_per_step": 3},
+        "runs": [run(r, p) for r, p in ((10000, 80), (20000, 230), (22000, 3830)) for _ in range(3)],
+    }
+    text = per_task_report.ceilings_markdown(per_task, searched)
+    assert "| stateless | 9,000 | 18,000 | transform | 20,000 | 22,000 |" in text
     assert "| groupby-count | — | — | count | — | — |" in text
 
 

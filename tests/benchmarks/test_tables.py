@@ -30,7 +30,6 @@ def test_every_generated_table_is_current():
         "stall-5s.md",
         "engines.md",
         "engines-recovery.md",
-        "engines-capacity.md",
         "engines-shared.md",
         "engines-isolated.md",
         "monitor-cost.md",
@@ -116,7 +115,6 @@ def test_a_table_of_many_runs_spans_all_of_them():
     for section, render in (
         ("runs", engines_report.markdown),
         ("recovery", engines_report.recovery_markdown),
-        ("capacity", engines_report.capacity_markdown),
     ):
         runs = list(result[section].values())
         starts = [_stamp(r["timestamp"]) - dt.timedelta(seconds=r["elapsed_s"]) for r in runs]
@@ -153,4 +151,4 @@ def test_a_table_that_judges_rates_says_held_with_its_bound_and_window():
             continue
         judged += 1
         assert f"[Held]({GLOSSARY_LINK}): the end-to-end p99 stayed under {BOUND_MS:,} ms over " in text
-    assert judged >= 5  # the four sink tables and the engines' capacity steps
+    assert judged >= 5  # the four sink tables and the engines' capacity searches

@@ -76,6 +76,8 @@ def markdown(result: dict) -> str:
                     + (f" ({got['bracket_pct']:.0f} % apart)" if got["bracket_pct"] is not None else "")
                     + f"; limited by {got['limited_by']}"
                 )
+                if got["bracket_pct"] is not None and got["bracket_pct"] > (per_task_search.BRACKET - 1) * 100:
+                    text += " (search open: not yet within 10 %)"
             summary.append(f"- {pipeline}, {LABELS[engine]}: {text}")
     s = result["settings"]
     verdicts = [

@@ -14,9 +14,9 @@ defaults at 10,000 events/s, once. Within a cell the engine that goes first alte
 `--placement shared` (the default) runs everything on every core; `--placement isolated` pins the engine to core 0
 and the broker and this harness to core 1 (rtm_lab.cpu_pinning). Each placement has its own results file
 (docs/results/engines-shared.json, engines-isolated.json); a file never mixes placements, harness versions or
-machines. `--recovery` and `--capacity` add their rows to the first harness's file (docs/results/engines.json), which
-likewise refuses rows measured on another machine: give them a `--json` of their own there. The lead's reruns,
-resumable (a stopped run loses only the run in flight):
+machines. `--recovery` adds its rows to the first harness's file (docs/results/engines.json), which likewise refuses
+rows measured on another machine: give it a `--json` of its own there. Each engine's highest held rate is
+`bench.py engine-capacity`. The lead's reruns, resumable (a stopped run loses only the run in flight):
 
     python scripts/bench.py engines --placement shared
     python scripts/bench.py engines --placement isolated
@@ -34,7 +34,7 @@ from rtm_lab import cli, keyspace, versions
 from rtm_lab.benchmarks import engine_run, engines_report, run_record
 from rtm_lab.benchmarks.engine_run import ENGINES, PIPELINES
 
-DEFAULT_JSON = Path("docs/results/engines.json")  # the first harness's runs, and --recovery and --capacity
+DEFAULT_JSON = Path("docs/results/engines.json")  # the first harness's runs, and --recovery
 
 
 def placement_json(placement: str) -> Path:
@@ -99,8 +99,8 @@ def refusal(result: dict, placement: str) -> str | None:
     return None
 
 
-def extra_refusal(result: dict) -> str | None:
-    """Why `--recovery` or `--capacity` runs may not join this results file: it is another benchmark's, it is a
+def recovery_refusal(result: dict) -> str | None:
+    """Why `--recovery` runs may not join this results file: it is another benchmark's, it is a
     placement file (the second harness's matrix only), or rows already in it were measured on another machine. The
     rows `--redo` replaces are dropped before this is asked. None when they may."""
     benchmark = result.get("benchmark", "engines")
@@ -109,26 +109,23 @@ def extra_refusal(result: dict) -> str | None:
     runs = list(result.get("runs", {}).values())
     placements = sorted({str(r["placement"]) for r in runs if r.get("placement")})
     if placements:
-        return f"holds the second harness's {', '.join(placements)} runs, which --recovery and --capacity may not join"
+        return f"holds the second harness's {', '.join(placements)} runs, which --recovery may not join"
     from rtm_lab import machine
 
     here = engines_report.machine_key({"machine": machine.describe()})
-    rows = [*runs, *result.get("recovery", {}).values(), *result.get("capacity", {}).values()]
+    rows = [*runs, *result.get("recovery", {}).values()]
     there = {engines_report.machine_key(r) for r in rows}
     if there - {here}:
         return f"was measured on {', '.join(sorted(there))}; this machine is {here}"
     return None
 
 
-def extra_cell(kind: str, key: str) -> tuple:
-    """The cell `--only` matches a `--recovery` row (ENGINE/PIPELINE/REPEAT) or a `--capacity` step
-    (ENGINE/PIPELINE/RATE) by: a capacity ladder is chosen by engine and pipeline, whatever its steps."""
+def recovery_cell(key: str) -> tuple:
+    """The cell `--only` matches a `--recovery` row (ENGINE/PIPELINE/REPEAT) by."""
     from rtm_lab.benchmarks import engine_recovery
 
-    engine, pipeline, last = key.split("/")
-    if kind == "recovery":
-        return (engine, pipeline, engine_recovery.RATE, "tuned", int(last))
-    return (engine, pipeline, 0, "tuned", 1)
+    engine, pipeline, repeat = key.split("/")
+    return (engine, pipeline, engine_recovery.RATE, "tuned", int(repeat))
 
 
 def selected(cell: tuple, only: list[str]) -> bool:
@@ -242,32 +239,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json",
         type=cli.json_output,
-        help="the results file, added to run by run (default docs/results/engines-PLACEMENT.json; with --recovery or "
-        f"--capacity {DEFAULT_JSON}; a .md table and a CDF plot beside it); a file measured on another machine, or of "
+        help="the results file, added to run by run (default docs/results/engines-PLACEMENT.json; with --recovery "
+        f"{DEFAULT_JSON}; a .md table and a CDF plot beside it); a file measured on another machine, or of "
         "another harness or placement, is refused",
     )
     parser.add_argument(
         "--list", action="store_true", help="print the cells that would run, and stop (with an estimate of the time)"
     )
-    extra = parser.add_mutually_exclusive_group()
-    extra.add_argument(
+    parser.add_argument(
         "--recovery",
         action="store_true",
         help="instead of latency runs: SIGKILL each engine mid-run on transform and count, restart it on its "
         "checkpoint, and measure the restart (`--repeat` runs each, default 2)",
     )
-    extra.add_argument(
-        "--capacity",
-        action="store_true",
-        help="the first doubling ladder (one run a step), kept to extend engines.json; `bench.py engine-capacity` "
-        "searches each engine's limit with 3 runs a step",
-    )
 
 
 def main(args: argparse.Namespace, command: str) -> int:
-    if args.recovery or args.capacity:
+    if args.recovery:
         args.json = args.json or DEFAULT_JSON
-        return _extra(args, command)
+        return _recovery(args, command)
     args.json = args.json or placement_json(args.placement)
     preset = QUICK if args.quick else FULL
     rates = args.rate or preset["rates"]
@@ -350,58 +340,37 @@ def _say(line: str) -> None:
     print(f"  {line}", flush=True)
 
 
-def _extra(args: argparse.Namespace, command: str) -> int:
-    """`--recovery` or `--capacity`: their runs go into the same results file, under their own key, run by run."""
-    kind = "recovery" if args.recovery else "capacity"
+def _recovery(args: argparse.Namespace, command: str) -> int:
+    """`--recovery`: its runs go into the first harness's results file, under their own key, run by run."""
+    from rtm_lab.benchmarks import engine_recovery
+
     result = load(args.json)
-    done = result.setdefault(kind, {})
+    done = result.setdefault("recovery", {})
     if args.redo:  # only the rows --only selects (all without it); the rest of the file stays as it is
-        for key in [k for k in done if selected(extra_cell(kind, k), args.only)]:
+        for key in [k for k in done if selected(recovery_cell(k), args.only)]:
             del done[key]
-    refused = extra_refusal(result)
+    refused = recovery_refusal(result)
     if refused:
         print(f"error: {args.json} {refused}; give another --json", file=sys.stderr)
         return 2
     try:
         with run_record.on_the_lab(command) as (_, state):
-
-            def keep(key: str, figures: dict) -> None:
-                done[key] = figures
-                save(result, args.json)
-
-            if kind == "recovery":
-                from rtm_lab.benchmarks import engine_recovery
-
-                for i in range(1, (args.repeat or 2) + 1):
-                    for pipeline in engine_recovery.PIPELINES:
-                        for engine in ENGINES:
-                            key = f"{engine}/{pipeline}/{i}"
-                            if key in done or not selected(
-                                (engine, pipeline, engine_recovery.RATE, "tuned", i), args.only
-                            ):
-                                continue
-                            print(f"recovery {key}", flush=True)
-                            record = run_record.Run(command)
-                            figures = engine_recovery.run(engine, pipeline, state.kafka_bootstrap, say=_say)
-                            _say(
-                                f"resume {figures['resume_s']} s, replayed {figures['replayed']}, lost {figures['lost']}"
-                            )
-                            keep(key, {**figures, **record.record()})
-            else:
-                from rtm_lab.benchmarks import engine_capacity
-
-                for pipeline in engine_capacity.PIPELINES:
+            for i in range(1, (args.repeat or 2) + 1):
+                for pipeline in engine_recovery.PIPELINES:
                     for engine in ENGINES:
-                        if not selected((engine, pipeline, 0, "tuned", 1), args.only):
+                        key = f"{engine}/{pipeline}/{i}"
+                        if key in done or not selected((engine, pipeline, engine_recovery.RATE, "tuned", i), args.only):
                             continue
-                        engine_capacity.run_steps(
-                            engine, pipeline, state.kafka_bootstrap, done, keep, command, say=_say
-                        )
+                        print(f"recovery {key}", flush=True)
+                        record = run_record.Run(command)
+                        figures = engine_recovery.run(engine, pipeline, state.kafka_bootstrap, say=_say)
+                        _say(f"resume {figures['resume_s']} s, replayed {figures['replayed']}, lost {figures['lost']}")
+                        done[key] = {**figures, **record.record()}
+                        save(result, args.json)
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     md = engines_report.write(result, args.json)
-    text = engines_report.recovery_markdown(result) if kind == "recovery" else engines_report.capacity_markdown(result)
-    print(text)
+    print(engines_report.recovery_markdown(result))
     print(f"wrote {args.json} and the tables beside {md}")
     return 0

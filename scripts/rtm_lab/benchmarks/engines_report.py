@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 
 from rtm_lab import machine, versions
-from rtm_lab.benchmarks import figures, held_rate
+from rtm_lab.benchmarks import figures
 from rtm_lab.benchmarks.run_record import record_lines
 from rtm_lab.generated import generated_note, markdown_table
 
@@ -320,64 +320,6 @@ def recovery_markdown(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def capacity_markdown(result: dict) -> str:
-    """The rate steps (`bench.py engines --capacity`): whether each engine held each rate, and the highest it held."""
-    from rtm_lab.benchmarks import engine_capacity
-
-    steps = result.get("capacity", {})
-    lines = [generated_note("python scripts/tables.py engines-capacity"), ""]
-    if not steps:
-        return "\n".join([*lines, "No capacity run yet: `python scripts/bench.py engines --capacity`.", ""])
-    lines += [
-        "| Pipeline | Engine | Events/s | Generator reached | p99 ms | Lost | Last 10 s p98 ms | CPU s / M ev. | Held |",
-        "|---|---|--:|--:|--:|--:|--:|--:|---|",
-    ]
-    for key in [
-        k for p in engine_capacity.PIPELINES for e in ("spark", "flink") for k in engine_capacity.step_keys(e, p)
-    ]:
-        r = steps.get(key)
-        if r is None:
-            continue
-        p98 = r.get("tail_p98_ms")
-        lines.append(
-            f"| {r['pipeline']} | {ENGINE_LABELS[r['engine']]} | {r['rate']:,.0f} | {r['achieved_rate']:,.0f} | "
-            f"{_cell(r.get('p99_ms'))} | {r.get('missing', '-')} | "
-            f"{'unanswered' if p98 == float('inf') else _cell(p98)} | {_cell(r.get('cpu_s_per_m_events'))} | "
-            f"{engine_capacity.verdict(r)} |"
-        )
-    highest, past = [], False
-    for pipeline in engine_capacity.PIPELINES:
-        for engine in ("spark", "flink"):
-            mine = [steps[k] for k in engine_capacity.step_keys(engine, pipeline) if k in steps]
-            if not mine:
-                continue
-            verdicts = [engine_capacity.verdict(s) for s in mine]
-            top = engine_capacity.highest_held(mine)
-            above = [(s, v) for s, v in zip(mine, verdicts, strict=True) if top is None or s["rate"] > top]
-            if above:
-                tail = f" ({above[0][1]} at {above[0][0]['rate']:,.0f})"
-            else:
-                tail = " or more (the highest step)" if mine[-1]["rate"] == engine_capacity.STEPS[-1] else ""
-            # A step measured after the first one not held: an earlier stopping rule let it run.
-            first_not_held = next((i for i, v in enumerate(verdicts) if v != held_rate.HELD), len(mine))
-            past |= first_not_held < len(mine) - 1
-            highest.append(f"{pipeline}, {ENGINE_LABELS[engine]}: {'-' if top is None else f'{top:,.0f}'}{tail}")
-    lines += ["", "Highest rate held: " + "; ".join(highest) + "."]
-    caption = held_rate.caption(engine_capacity.WINDOW, [engine_capacity.verdict(s) for s in steps.values()])
-    lines += [
-        "",
-        caption + " Last 10 s p98: the step's last 10 s alone, an unanswered event counting as late. Tuned settings.",
-    ]
-    if past:
-        lines += [
-            "",
-            "Stepping stops at the first rate not held. These steps ran under an earlier stopping rule (98 % of the "
-            "last 10 s's events answered within 2 s), so some rates above the first one not held were measured too.",
-        ]
-    lines += ["", *_runs_record(steps)]
-    return "\n".join(lines) + "\n"
-
-
 def run_lines(result: dict) -> list[str]:
     s = result.get("settings", {})
     if not result["runs"]:
@@ -547,8 +489,6 @@ def write(result: dict, json_path: Path) -> Path:
     md.write_text(markdown(result))
     if result.get("recovery"):
         json_path.with_name(json_path.stem + "-recovery.md").write_text(recovery_markdown(result))
-    if result.get("capacity"):
-        json_path.with_name(json_path.stem + "-capacity.md").write_text(capacity_markdown(result))
     plot(result, plot_path(json_path))
     plot_series(result, series_plot_path(json_path))
     return md

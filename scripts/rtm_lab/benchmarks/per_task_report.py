@@ -155,26 +155,25 @@ def plot(result: dict, path: Path) -> None:
     plt.close(fig)
 
 
-# The engine capacity runs' pipelines that match a per-task shape: the same query, run whole on both cores.
+# The engine capacity searches' pipelines that match a per-task shape: the same query, run whole on both cores.
 CEILING_PIPELINES = {"stateless": "transform", "groupby-count": "count"}
 
 
-def ceilings_markdown(per_task: dict, engines: dict) -> str:
-    """The per-task figures beside the engine capacity runs' whole-query ceilings (`tables.py per-task-ceilings`).
+def ceilings_markdown(per_task: dict, engine_capacity: dict) -> str:
+    """The per-task figures beside the engine capacity search's whole-query ceilings (`tables.py per-task-ceilings`).
 
-    The engine runs held a whole query with two source tasks (and two shuffle tasks for the count) on both cores,
-    beside the broker and the generator, at the 2 s bound. Two tasks of the per-task figure at the 1 s bound are the
-    nearest like-for-like; the per-task figure runs each task on one core of its own, so it may read higher."""
-    from rtm_lab.benchmarks import engine_capacity, held_rate
+    The engine search held a whole query with two source tasks (and two shuffle tasks for the count) on both cores,
+    beside the broker and the generator, at the 2 s bound (docs/results/engine-capacity-shared.json). Two tasks of the
+    per-task figure at the 1 s bound are the nearest like-for-like; the per-task figure runs each task on one core of
+    its own, so it may read higher."""
+    from rtm_lab.benchmarks import engine_capacity_report
 
     rows = []
     for shape, pipeline in CEILING_PIPELINES.items():
         cell = per_task.get("capacity", {}).get(shape, {}).get("1000", {})
-        steps = [s for k, s in engines.get("capacity", {}).items() if k.startswith(f"spark/{pipeline}/")]
-        held = engine_capacity.highest_held(steps)
-        above = [
-            s["rate"] for s in steps if engine_capacity.verdict(s) == held_rate.NOT_HELD and s["rate"] > (held or 0)
-        ]
+        runs = [r for r in engine_capacity.get("runs", []) if (r["engine"], r["pipeline"]) == ("spark", pipeline)]
+        whole = engine_capacity_report.capacity(runs, engine_capacity.get("settings", {}).get("runs_per_step", 3))
+        held, above = whole["held_rate"], whole["not_held_rate"]
         per_task_two = 2 * cell["held_rate"] if cell.get("held_rate") else None
         rows.append(
             [
@@ -183,7 +182,7 @@ def ceilings_markdown(per_task: dict, engines: dict) -> str:
                 _rate(per_task_two),
                 pipeline,
                 _rate(held),
-                _rate(min(above, default=None)),
+                _rate(above),
             ]
         )
     table = markdown_table(
