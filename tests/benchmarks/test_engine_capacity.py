@@ -75,6 +75,10 @@ def test_the_table_gives_both_engines_median_p99_at_each_step():
     cut = [r for r in result["runs"] if r["engine"] == "spark" and r["rate"] in (20000.0, 40000.0)]
     assert {r["rate"] for r in cut} == {20000.0, 40000.0}
     assert "(search open: not yet within 10 %)" in engine_capacity_report.markdown({**result, "runs": cut})
+    # A step with fewer than its 3 runs shows no figure: a published p99 is a median of 3.
+    one = next(r for r in result["runs"] if r["engine"] == "spark" and r["rate"] == 28300.0)
+    text = engine_capacity_report.markdown({**result, "runs": [*cut, one]})
+    assert "| 28,300 | 1 | - | - | open (1 of 3 runs) |" in text
 
 
 def test_the_plot_draws_a_panel_per_pipeline_run(tmp_path):

@@ -22,6 +22,8 @@ def _step(runs: list[dict], per_step: int) -> list[str]:
     """One engine's four columns at one rate: runs, p99 median (range), generator's share reached, the verdict."""
     if not runs:
         return ["-", "-", "-", "not run"]
+    if len(runs) < per_step:  # a step the search has not finished: no figure until it has its runs
+        return [str(len(runs)), "-", "-", f"open ({len(runs)} of {per_step} runs)"]
     verdict = per_task_search.step_verdict(runs, held_rate.BOUND_MS, per_step, settle_early=False) or "open"
     reached = statistics.median(r["reached_rate"] / r["rate"] for r in runs) * 100
     return [str(len(runs)), engines_report.spread_cell(runs, "p99_ms"), f"{reached:.1f} %", verdict]
