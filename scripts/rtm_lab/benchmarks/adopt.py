@@ -16,6 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from rtm_lab.benchmarks import engines
 from rtm_lab.paths import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "docs" / "results"
@@ -103,10 +104,7 @@ def adopt(source: Path, name: str, artefacts: Path | None, results: Path = RESUL
             if artefacts_to.exists():
                 raise ValueError(f"{shown(artefacts_to)} exists already; move it away first")
             shutil.copytree(found, artefacts_to)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(rewritten, indent=1) + "\n")
-    tmp.replace(dest)
+    engines.save(rewritten, dest)  # through a temporary file, as every benchmark writes its results
     return dest
 
 
