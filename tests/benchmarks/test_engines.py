@@ -209,6 +209,21 @@ def test_a_run_holds_its_rate_only_with_the_generator_at_rate_the_p99_under_the_
     assert engine_run._p98_with_unanswered([5.0] * 97 + [9.0, 9.0], 100) == 9.0
 
 
+def test_a_read_back_cut_short_is_an_error_never_events_lost(lab, kafka_topic):
+    """A 40,000 events/s run's read-back once stopped at its fixed 120 s with 142,010 outputs unread, and the run
+    recorded them as lost. The read-back now gets time for its volume, and a shortfall stops the run instead."""
+    from rtm_lab import topics
+    from rtm_lab.errors import LabError
+
+    topic = kafka_topic(partitions=1)
+    topics.produce_json(lab.kafka_bootstrap, topic, [{"id": i} for i in range(5)])
+    assert [json.loads(r.value)["id"] for r in engine_run.read_back(lab.kafka_bootstrap, topic, 5)] == list(range(5))
+    with pytest.raises(LabError, match="read back 5 of the 6 records .* the read-back fell short, not the engine"):
+        engine_run.read_back(lab.kafka_bootstrap, topic, 6, timeout_s=2.0)
+    # Time for the volume: 4.8 million records get 480 s, a small read the two-minute floor.
+    assert engine_run.read_back_timeout_s(4_800_010) > 480 and engine_run.read_back_timeout_s(10) == 120
+
+
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="pinning apart needs two cores")
 def test_the_isolated_placement_pins_this_harness_and_the_broker_to_core_1_for_the_run_only():
     broker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # stands in for the broker

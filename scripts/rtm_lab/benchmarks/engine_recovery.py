@@ -39,6 +39,7 @@ from rtm_lab.benchmarks.engine_run import (
     engine_event,
     kept,
     priming_event,
+    read_back,
     start_engine,
     wait_until_primed,
 )
@@ -156,8 +157,8 @@ def run(engine: str, pipeline: str, bootstrap: str, say=print) -> dict:
 
         wait_until(quiet, DRAIN_S, "the sink to go quiet after the restart", interval_s=0.25)
         procs[-1].stop()
-        source_records = topics.read_all(bootstrap, source, PRIMING + sent, timeout_s=120)
-        sink_records = topics.read_all(bootstrap, sink, last_total, timeout_s=120)
+        source_records = read_back(bootstrap, source, PRIMING + sent)
+        sink_records = read_back(bootstrap, sink, last_total)
         return measure(engine, pipeline, source_records, sink_records, sent, kill_ms, restart_ms, checkpoints_before)
     finally:
         stop.set()

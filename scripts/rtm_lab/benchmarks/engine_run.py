@@ -89,6 +89,11 @@ SAMPLE_EVERY_S = 0.5
 QUIET_S = 3.0  # the running count's sink is complete once its offsets stop moving for this long
 DRAIN_S = 90.0
 TAIL_S = 10.0
+# kafka-python read about 40,000 records a second back here on a quiet machine, and under 40,000 once busy: a fixed
+# 120 s cut a 40,000 events/s run's 4.8 million records short, and the shortfall read as lost events. A quarter of
+# that speed, with two minutes at least.
+READ_BACK_PER_S = 10_000
+READ_BACK_MIN_S = 120.0
 
 
 def _p98_with_unanswered(latencies: list[float], events: int) -> float | None:
@@ -172,6 +177,24 @@ def kept(value: dict) -> bool:
 def matched_share(sent: int) -> float:
     """The share of `sent` events whose user is in the enrichment table."""
     return round(sum(1 for s in range(sent) if kept(engine_event(s))) / sent, 4) if sent else 0.0
+
+
+def read_back_timeout_s(records: int) -> float:
+    return max(READ_BACK_MIN_S, records / READ_BACK_PER_S)
+
+
+def read_back(bootstrap: str, topic: str, expected: int, timeout_s: float | None = None) -> list[topics.Record]:
+    """Every one of `expected` records of `topic`, or a LabError. `expected` is what the topic's offsets hold, so a
+    read that stops short is the read-back's shortfall, never events the engine lost: it must not reach the results."""
+    if timeout_s is None:
+        timeout_s = read_back_timeout_s(expected)
+    records = topics.read_all(bootstrap, topic, expected, timeout_s=timeout_s)
+    if len(records) < expected:
+        raise LabError(
+            f"read back {len(records):,} of the {expected:,} records in {topic} within {timeout_s:.0f} s: "
+            "the read-back fell short, not the engine; rerun on a quieter machine"
+        )
+    return records
 
 
 def expected_outputs(pipeline: str, sent: int) -> int | None:
@@ -587,8 +610,8 @@ def run(
             rss_peak = sampler.peak_rss_mib()
             proc.stop()
         say(f"  reading back {PRIMING + stats.sent} inputs and {last_total} outputs ...")
-        source_records = topics.read_all(bootstrap, source, PRIMING + stats.sent, timeout_s=120)
-        sink_records = topics.read_all(bootstrap, sink, last_total, timeout_s=120)
+        source_records = read_back(bootstrap, source, PRIMING + stats.sent)
+        sink_records = read_back(bootstrap, sink, last_total)
         measured = engine_output.measure(pipeline, source_records, sink_records, lambda v: v["id"], kept)
         warmup_ids = int(rate * warmup)
         steady: list[float] = [ms for seq, ms in measured.latencies if seq >= warmup_ids]
