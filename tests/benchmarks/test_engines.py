@@ -218,7 +218,7 @@ def test_a_read_back_cut_short_is_an_error_never_events_lost(lab, kafka_topic):
     topic = kafka_topic(partitions=1)
     topics.produce_json(lab.kafka_bootstrap, topic, [{"id": i} for i in range(5)])
     assert [json.loads(r.value)["id"] for r in engine_run.read_back(lab.kafka_bootstrap, topic, 5)] == list(range(5))
-    with pytest.raises(LabError, match="read back 5 of the 6 records .* the read-back fell short, not the engine"):
+    with pytest.raises(LabError, match=r"read back 5 of the 6 records .* the read-back fell short, not the engine"):
         engine_run.read_back(lab.kafka_bootstrap, topic, 6, timeout_s=2.0)
     # Time for the volume: 4.8 million records get 480 s, a small read the two-minute floor.
     assert engine_run.read_back_timeout_s(4_800_010) > 480 and engine_run.read_back_timeout_s(10) == 120
