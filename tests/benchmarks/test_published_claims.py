@@ -431,6 +431,11 @@ def p99_series(run: dict) -> list[tuple[int, float | None]]:
     return [(row[0], row[at]) for row in run["series"]]
 
 
+def last_second_over(run: dict, bound_ms: float) -> int:
+    """The last second whose p99 was over `bound_ms`: when the run had caught up for good."""
+    return max(s for s, p in p99_series(run) if p is not None and p > bound_ms)
+
+
 def stretches_over(run: dict, bound_ms: float, from_s: float) -> int:
     """How many separate stretches of seconds, from `from_s` on, had a p99 over `bound_ms`."""
     over = [s >= from_s and p is not None and p > bound_ms for s, p in p99_series(run)]
@@ -464,7 +469,7 @@ def test_rtm_or_flink_page_the_highest_rate_each_holds():
         failed = [r for r in runs if held_rate.verdict(r["p99_ms"], r["lost"], rate, r["reached_rate"]) != "held"]
         if rate > spark["held_rate"]:
             assert len(failed) == 1, rate
-            late.append(max(s for s, p in p99_series(failed[0]) if p is not None and p > held_rate.BOUND_MS))
+            late.append(last_second_over(failed[0], held_rate.BOUND_MS))
             assert max(p for s, p in p99_series(failed[0]) if s > late[-1] and p is not None) < held_rate.BOUND_MS
         else:
             assert not failed, rate
@@ -484,7 +489,7 @@ def test_rtm_or_flink_page_the_highest_rate_each_holds():
     # At its highest held rate, real-time mode's p99 last passed 2 s 36 to 52 s in; Flink's 14 to 20 s in.
     for engine, held, (first, last) in (("spark", spark, (36, 52)), ("flink", flink, (14, 20))):
         caught_up = [
-            max(s for s, p in p99_series(r) if p is not None and p > held_rate.BOUND_MS)
+            last_second_over(r, held_rate.BOUND_MS)
             for r in capacity_runs(engine, "dedup")
             if r["rate"] == held["held_rate"]
         ]
