@@ -14,13 +14,14 @@ from rtm_lab.paths import PROJECT_ROOT
 def test_the_default_plan_has_the_fit_the_held_out_points_and_the_variants_asked_for():
     cells = cs.plan(["dedup", "stateless_async"], ["disk", "0", "30", "100", "10"], list(cs.SECONDS), ["changelog_off"])
     keys = [c.key for c in cells]
-    assert keys[:8] == [
+    assert keys[:9] == [
         "dedup / disk / 5 seconds",
         "dedup / s3 0 ms / 5 seconds",
         "dedup / s3 30 ms / 5 seconds",
         "dedup / s3 100 ms / 5 seconds",
         "dedup / s3 10 ms / 5 seconds",
         "dedup / s3 30 ms / 30 seconds",
+        "dedup / disk / 5 minutes",
         "dedup / s3 30 ms / 5 minutes",
         "dedup / s3 100 ms / 5 seconds / changelog_off",
     ]
@@ -33,9 +34,12 @@ def test_the_default_plan_has_the_fit_the_held_out_points_and_the_variants_asked
     assert roles["dedup / disk / 5 seconds"] == "baseline"
 
 
-def test_the_long_cell_runs_only_at_30_ms_and_its_production_crosses_one_boundary():
+def test_the_long_cell_runs_only_on_disk_and_at_30_ms_and_its_production_crosses_one_boundary():
     assert [c.key for c in cs.plan(["count"], ["30"], ["5 minutes"], [])] == ["count / s3 30 ms / 5 minutes"]
-    assert cs.plan(["count"], ["disk", "100"], ["5 minutes"], []) == []
+    assert cs.plan(["count"], ["100"], ["5 minutes"], []) == []
+    on_disk = cs.plan(["count"], ["disk", "100"], ["5 minutes"], [])
+    # On disk it is a baseline, never checked against the storage model; the planner reads it under "300".
+    assert [(c.key, c.role) for c in on_disk] == [("count / disk / 5 minutes", "baseline")]
     # Production starts a few seconds after the query (the priming records), whose first batch ends at 300 s: one
     # boundary, with at least 15 s of records after it, and none at 600 s.
     assert 300 + 15 <= cs.SECONDS["5 minutes"] < 600 - 30
@@ -134,6 +138,7 @@ def test_rows_and_the_model_from_runs(tmp_path):
     for run in range(2):
         done += [_run("dedup", d, run, 100 + 4 * float(d), 4) for d in ("0", "30", "100")]
     done += [_run("dedup", "10", 0, 150, 4)]
+    done += [_run("dedup", "disk", 0, 130, None, duration="5 minutes")]
     every = cs.plan(["dedup"], ["disk", "0", "10", "30", "100"], list(cs.SECONDS), [])
     rows = cs.assemble(done, every)
     assert [r["key"] for r in rows] == [
@@ -142,9 +147,11 @@ def test_rows_and_the_model_from_runs(tmp_path):
         "dedup / s3 10 ms / 5 seconds",
         "dedup / s3 30 ms / 5 seconds",
         "dedup / s3 100 ms / 5 seconds",
+        "dedup / disk / 5 minutes",
     ]
     assert rows[4]["stall_ms"]["median"] == 500 and rows[4]["runs"] == 2
-    assert cs.planner_part(rows) == {"dedup": {"5": 90}}  # local disk, keyed by the batch duration in seconds
+    # Local disk only, keyed by the batch duration in seconds: the 5-minute cell is the planner's default.
+    assert cs.planner_part(rows) == {"dedup": {"5": 90, "300": 130}}
     (model,) = cs.models(rows, done)
     assert model["slope"] == pytest.approx(4.0) and model["fixed_ms"] == pytest.approx(100.0)
     assert model["critical_path_counted"] == 4
