@@ -497,6 +497,12 @@ def test_rtm_or_flink_page_the_highest_rate_each_holds():
     # Every count run starts behind: the first second's p99 was 2.7 to 12.5 s.
     firsts = [p99_series(r)[0][1] for e in ("spark", "flink") for r in capacity_runs(e, "count")]
     assert round(min(firsts) / 1000, 1) == 2.7 and round(max(firsts) / 1000, 1) == 12.5
+    # The transform's search is open: both engines held every step it decided, 10,000 to 40,000 events/s, three
+    # runs each, and it has found no rate either engine does not hold.
+    for engine in ("spark", "flink"):
+        decided = per_task_search.decided(capacity_runs(engine, "transform"), held_rate.BOUND_MS, 3, settle_early=False)
+        assert decided == {10_000: "held", 20_000: "held", 40_000: "held"}, engine
+        assert capacity(engine, "transform")["not_held_rate"] is None, engine
 
 
 def dedup_stall_cells(name: str = "dedup-stall.json") -> dict[str, list[dict]]:
