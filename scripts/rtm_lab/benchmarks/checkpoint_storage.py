@@ -196,7 +196,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--long-runs",
         type=cli.positive_int,
         default=LONG_RUNS,
-        help=f"runs of each {LONG_BATCH_DURATION} cell (default {LONG_RUNS}: one boundary per run, minutes each)",
+        help=f"runs of each {LONG_BATCH_DURATION} cell on the store (default {LONG_RUNS}: one boundary per run, minutes "
+        "each; on disk it runs --runs times)",
     )
     parser.add_argument("--rate", type=cli.positive_float, default=RATE, help=f"events per second (default {RATE:g})")
     parser.add_argument(
@@ -658,7 +659,8 @@ def main(args: argparse.Namespace, command: str) -> int:
         print(f"error: {path} holds runs at {previous.get('rate')} events/s, not {args.rate:g}", file=sys.stderr)
         return 2
     done: list[dict] = list(previous.get("done", []))
-    runs_of = {cell: args.long_runs if cell.batch_duration == LONG_BATCH_DURATION else args.runs for cell in cells}
+    # The 5-minute cell on disk is a baseline the planner publishes, so it gets the full runs, not --long-runs.
+    runs_of = {cell: args.long_runs if cell.role == "long" else args.runs for cell in cells}
     todo = [
         (i, cell)
         for i in range(max(runs_of.values()))
