@@ -126,7 +126,8 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60.0)
                 if m.error() is not None:
                     continue  # end-of-partition notices and transient errors; the count decides when to stop
                 kind, at = m.timestamp()
-                records.append(Record(m.key(), m.value(), m.partition(), m.offset(), at, _TIMESTAMP_TYPES[kind]))
+                # A message without an error has its partition and offset (the stubs allow None for error events).
+                records.append(Record(m.key(), m.value(), m.partition(), m.offset(), at, _TIMESTAMP_TYPES[kind]))  # type: ignore[arg-type]
         return records
     finally:
         consumer.close()
