@@ -139,6 +139,18 @@ def test_a_shape_missing_from_the_table_is_said_plainly():
     assert got["per-task capacity"].source == f"not measured: {LABEL}: capacity.dedup.1000 is missing"
 
 
+def test_a_capacity_with_no_failed_step_above_it_is_called_a_floor():
+    # An open search, or one the generator ended, has a held rate and no rate not held: the planner uses the held
+    # rate (cores come out high, never low) and says it is a floor.
+    table = {"capacity": {"dedup": {"100": {"held_rate": 8000, "not_held_rate": None}}}}
+    request = Request(rate=10_000, source_partitions=4, shape="dedup", shuffle_partitions=4)
+    got = {f.name: f for f in plan(request, table, LABEL)}
+    assert got["per-task capacity"].value == "8,000 events/s at p99 <= 100 ms"
+    assert got["per-task capacity"].source.endswith("(one task on one core; a floor: no higher step has failed yet)")
+    held = {f.name: f for f in plan(request, TABLE, LABEL)}["per-task capacity"].source
+    assert held.endswith("(one task on one core, not held at 9,900)")
+
+
 def test_boundary_stall_is_read_from_the_checkpoint_results_or_not_measured():
     request = CASES["the 64-partition question"][0]
     assert figures(request)["boundary stall"] == "not measured"
