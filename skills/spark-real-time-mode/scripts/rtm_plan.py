@@ -174,7 +174,12 @@ def plan(
             out.append(Figure("per-task capacity", "unknown", found))
         else:
             capacity = found
-            bracket = f", not held at {found.not_held:,.0f}" if found.not_held else ""
+            if found.not_held:
+                bracket = f", not held at {found.not_held:,.0f}"
+            else:
+                # The search has not failed a step above it yet (still running, or the
+                # generator could not offer more): the task may carry more.
+                bracket = "; a floor: no higher step has failed yet"
             out.append(
                 Figure(
                     "per-task capacity",
