@@ -137,3 +137,19 @@ def test_the_table_names_the_core_that_ran_full_at_the_limit():
         "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
     }
     assert per_task_report.limiting_core(result, "postgres-jvm") == "harness core (55% / 97%)"
+
+
+def test_the_full_core_is_read_over_the_measured_minute_when_the_run_recorded_it():
+    """The whole run's busy share includes the start and the read-back; the measured minute's does not."""
+    runs = search(7300, 9100, 5000, shape="stateless")
+    low_fail = capacity(runs)["stateless"]["100"]["not_held_rate"]
+    for run in runs:
+        run["core_busy"] = {"0": 0.5, "1": 0.75}
+        if run["rate"] == low_fail:
+            run["core_busy_measured"] = {"0": 0.3, "1": 1.0}
+    result = {
+        "runs": runs,
+        "capacity": capacity(runs),
+        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
+    }
+    assert per_task_report.limiting_core(result, "stateless") == "harness core (30% / 100%)"

@@ -27,17 +27,19 @@ SATURATED = 0.9
 
 def limiting_core(result: dict, shape: str) -> str:
     """Which core ran full at the shape's lowest rate not held at 100 ms: the median busy share of each core over its
-    runs there, engine core against harness core."""
+    runs there, engine core against harness core. Over the measured minute where the run recorded it
+    (core_busy_measured), else over the whole run."""
     rate = result.get("capacity", {}).get(shape, {}).get(str(per_task.BOUNDS_MS[0]), {}).get("not_held_rate")
     runs = [r for r in result["runs"] if r["shape"] == shape and r["rate"] == rate and r.get("core_busy")]
     pinned = result["settings"].get("pinned")
     if not runs or not pinned:
         return "—"
 
+    def shares(run: dict) -> dict:
+        return run.get("core_busy_measured") or run["core_busy"]
+
     def busy(cores: list[int]) -> float:
-        return statistics.median(
-            max(r["core_busy"].get(str(c), r["core_busy"].get(c, 0.0)) for c in cores) for r in runs
-        )
+        return statistics.median(max(shares(r).get(str(c), shares(r).get(c, 0.0)) for c in cores) for r in runs)
 
     engine, harness = busy(pinned["engine_cores"]), busy(pinned["harness_cores"])
     full = [name for name, share in (("engine core", engine), ("harness core", harness)) if share >= SATURATED]
