@@ -835,6 +835,21 @@ def test_checkpoint_storage_page_at_5_minutes_the_stateless_stall_fits_and_the_s
         assert 1500 <= row["p99_ms"]["median"] <= 1700, row["p99_ms"]
 
 
+def test_checkpoint_storage_page_on_local_disk_a_5_minute_boundary_stalls_longer_than_a_5_second_one():
+    rows, _ = checkpoint_storage()
+    page = {"stateless_async": (0.45, 2, 0.17), "dedup": (1.3, 1, 0.57), "count": (1.2, 1, 0.74)}
+    p99s = []
+    for shape, (long_s, digits, short_s) in page.items():
+        long_row, short_row = rows[f"{shape} / disk / 5 minutes"], rows[disk(shape)]
+        assert long_row["runs"] == 3, long_row["key"]
+        long_stall, short_stall = long_row["stall_ms"]["median"], short_row["stall_ms"]["median"]
+        assert (round(long_stall / 1000, digits), round(short_stall / 1000, 2)) == (long_s, short_s), shape
+        assert long_stall > short_stall, shape
+        p99s.append(long_row["p99_ms"]["median"])
+    # "the run's p99 stayed at 4 to 53 ms"
+    assert (min(p99s), max(p99s)) == (4, 53), p99s
+
+
 def test_checkpoint_storage_page_the_stream_file_manager_halves_the_chain_and_the_stall_at_100_ms():
     rows, _ = checkpoint_storage()
     for shape in ("stateless_sync", "dedup", "count"):
