@@ -153,3 +153,22 @@ def test_the_full_core_is_read_over_the_measured_minute_when_the_run_recorded_it
         "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
     }
     assert per_task_report.limiting_core(result, "stateless") == "harness core (30% / 100%)"
+
+
+def test_a_bound_with_nothing_above_it_decided_reads_as_a_floor_not_a_bracket():
+    # Stopped mid-search: 6,490 held at both bounds, 7,070 not held at 100 ms after two runs, open at 1 s.
+    runs = [fake_run("stateless", 6490, 7000, 30000) for _ in range(3)]
+    runs += [fake_run("stateless", 7070, 7000, 30000) for _ in range(2)]
+    cells = per_task_report._capacity_rows({"capacity": capacity(runs), "runs": runs, "settings": {}})[0]
+    assert cells[1] == "6,490 held, 7,070 not (within 8.9 %)"
+    assert cells[2] == "6,490 held (a floor: no rate above it decided)"
+
+
+def test_capacity_names_the_core_that_ran_full_at_the_rate_not_held():
+    pinned = {"engine_cores": [0], "harness_cores": [1]}
+    held = [{**fake_run("stateless", 6490, 7000, 7000), "core_busy_measured": {"0": 0.3, "1": 0.99}} for _ in range(3)]
+    failed = [{**fake_run("stateless", 7070, 7000, 7000), "core_busy_measured": {"0": 0.28, "1": 1.0}}]
+    cap = capacity(held + failed, pinned=pinned)["stateless"]
+    assert cap["100"]["full_cores"] == ["harness core"]
+    assert cap["1000"]["full_cores"] == ["harness core"]
+    assert "full_cores" not in capacity(held + failed)["stateless"]["100"], "no pinning, no core named"

@@ -1164,3 +1164,50 @@ def test_rtm_or_flink_page_like_for_like_stateless_cpu_in_both_placements(rate):
                 placement_median(where, pipeline, rate, e, "cpu_s_per_m_events") for e in ("spark", "flink")
             )
             assert spark < flink, (where, pipeline, rate, spark, flink)
+
+
+def per_task_results() -> dict:
+    return json.loads((RESULTS / "per-task-throughput.json").read_text())
+
+
+def test_capacity_planning_page_one_task_held_these_rates_at_100_ms_and_the_harness_core_set_the_limit():
+    result = per_task_results()
+    cap = result["capacity"]
+    at_100 = {shape: (cap[shape]["100"]["held_rate"], cap[shape]["100"]["not_held_rate"]) for shape in cap}
+    assert at_100["stateless"] == (6490, 7070), at_100
+    assert at_100["groupby-count"] == (6170, 6730), at_100
+    for shape in ("stateless", "groupby-count"):
+        assert cap[shape]["100"]["bracket_pct"] <= 10, cap[shape]
+        assert cap[shape]["100"]["full_cores"] == ["harness core"], cap[shape]
+    # "Stateful costs little here": the count's figure within 10 % of the stateless one.
+    assert at_100["groupby-count"][0] >= 0.9 * at_100["stateless"][0], at_100
+    # Over the measured minute of every run that recorded it: harness core at least 99 % busy, engine core under 60 %.
+    pinned = result["settings"]["pinned"]
+    engine, harness = str(pinned["engine_cores"][0]), str(pinned["harness_cores"][0])
+    minutes = [r["core_busy_measured"] for r in result["runs"] if r.get("core_busy_measured")]
+    assert len(minutes) >= 10, len(minutes)
+    assert min(m[harness] for m in minutes) >= 0.99, minutes
+    assert max(m[engine] for m in minutes) < 0.6, minutes
+    # "Not measured yet": the other three shapes have no capacity, so the planner sizes them by slots.
+    assert not {"dedup", "postgres-jvm", "ad-attribution"} & set(cap), sorted(cap)
+
+
+def test_capacity_planning_page_the_1_s_figures_and_the_whole_query_ceilings():
+    from rtm_lab.benchmarks import engine_capacity_report, per_task_search
+
+    result = per_task_results()
+    cap = result["capacity"]
+    count, stateless = cap["groupby-count"]["1000"], cap["stateless"]["1000"]
+    assert (count["held_rate"], count["not_held_rate"]) == (16000, 17400), count
+    # The stateless search at 1 s is open at 6,490: one run each at 10,000 and 20,000, both held at 1 s.
+    assert (stateless["held_rate"], stateless["not_held_rate"]) == (6490, None), stateless
+    above = per_task_search.steps([r for r in result["runs"] if r["shape"] == "stateless"], 1)
+    for rate in (10000, 20000):
+        assert len(above[rate]) == 1, rate
+        assert per_task_search.run_verdict(above[rate][0], 1000) == "held", above[rate]
+    # Two counting tasks at the 1 s figure: 32,000; the whole query held 6,490 and not 7,070.
+    assert 2 * count["held_rate"] == 32000
+    whole = engine_capacity_report.capacity(capacity_runs("spark", "count"), 3)
+    assert (whole["held_rate"], whole["not_held_rate"]) == (6490, 7070), whole
+    # "Plan with the 100 ms figure: it is the lower one."
+    assert cap["groupby-count"]["100"]["held_rate"] < count["held_rate"]

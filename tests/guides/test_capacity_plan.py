@@ -151,6 +151,20 @@ def test_a_capacity_with_no_failed_step_above_it_is_called_a_floor():
     assert held.endswith("(one task on one core, not held at 9,900)")
 
 
+def test_a_capacity_the_harness_core_set_is_called_a_floor():
+    # On the measuring machine the generator and broker's core can run full before the task's does: the step above
+    # failed for the harness, so the held rate is a floor for the task, and the planner says so.
+    entry = {"held_rate": 6490, "not_held_rate": 7070, "full_cores": ["harness core"]}
+    request = Request(rate=10_000, source_partitions=4, shape="stateless")
+    got = {f.name: f for f in plan(request, {"capacity": {"stateless": {"100": entry}}}, LABEL)}
+    assert got["per-task capacity"].source.endswith(
+        "(one task on one core, not held at 7,070, where the harness core ran full, not the task's: a floor)"
+    )
+    both = {**entry, "full_cores": ["engine core", "harness core"]}
+    got = {f.name: f for f in plan(request, {"capacity": {"stateless": {"100": both}}}, LABEL)}
+    assert got["per-task capacity"].source.endswith("(one task on one core, not held at 7,070)")
+
+
 def test_boundary_stall_is_read_from_the_checkpoint_results_or_not_measured():
     request = CASES["the 64-partition question"][0]
     assert figures(request)["boundary stall"] == "not measured"

@@ -20,31 +20,30 @@ def _rate(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
-# A core this busy over a run was the limit: the engine's core (the task) or the harness core (the generator, the
-# broker, PostgreSQL). Both or neither: the table says so rather than pick one.
-SATURATED = 0.9
-
-
 def limiting_core(result: dict, shape: str) -> str:
-    """Which core ran full at the shape's lowest rate not held at 100 ms: the median busy share of each core over its
-    runs there, engine core against harness core. Over the measured minute where the run recorded it
-    (core_busy_measured), else over the whole run."""
+    """Which core ran full at the shape's lowest rate not held at 100 ms, with the engine and harness cores' median
+    busy shares there (per_task_search.core_shares)."""
     rate = result.get("capacity", {}).get(shape, {}).get(str(per_task.BOUNDS_MS[0]), {}).get("not_held_rate")
-    runs = [r for r in result["runs"] if r["shape"] == shape and r["rate"] == rate and r.get("core_busy")]
-    pinned = result["settings"].get("pinned")
-    if not runs or not pinned:
+    runs = [r for r in result["runs"] if r["shape"] == shape and r["rate"] == rate]
+    shares = per_task.core_shares(runs, result["settings"].get("pinned"))
+    if shares is None:
         return "—"
-
-    def shares(run: dict) -> dict:
-        return run.get("core_busy_measured") or run["core_busy"]
-
-    def busy(cores: list[int]) -> float:
-        return statistics.median(max(shares(r).get(str(c), shares(r).get(c, 0.0)) for c in cores) for r in runs)
-
-    engine, harness = busy(pinned["engine_cores"]), busy(pinned["harness_cores"])
-    full = [name for name, share in (("engine core", engine), ("harness core", harness)) if share >= SATURATED]
+    full = per_task.full_cores(shares)
     said = " and ".join(full) if full else "neither core"
-    return f"{said} ({engine:.0%} / {harness:.0%})"
+    return f"{said} ({shares[0]:.0%} / {shares[1]:.0%})"
+
+
+def _capacity_cell(held: float | None, failed: float | None, bracket_pct: float | None) -> str:
+    """One bound's capacity in words: a bracket when both ends are decided; otherwise say which end is missing, so a
+    floor (nothing above it decided yet) never reads like a bracket."""
+    if held is not None and failed is not None:
+        within = f" (within {bracket_pct:g} %)" if bracket_pct is not None else ""
+        return f"{_rate(held)} held, {_rate(failed)} not{within}"
+    if held is not None:
+        return f"{_rate(held)} held (a floor: no rate above it decided)"
+    if failed is not None:
+        return f"none held, {_rate(failed)} not"
+    return "not measured"
 
 
 def _capacity_rows(result: dict) -> list[list[str]]:
@@ -54,8 +53,7 @@ def _capacity_rows(result: dict) -> list[list[str]]:
         for bound in per_task.BOUNDS_MS:
             cell = entry[str(bound)]
             held, failed = cell["held_rate"], cell["not_held_rate"]
-            within = f" (within {cell['bracket_pct']:g} %)" if cell.get("bracket_pct") is not None else ""
-            row.append(f"{_rate(held)} held, {_rate(failed)} not{within}")
+            row.append(_capacity_cell(held, failed, cell.get("bracket_pct")))
         row.append(limiting_core(result, shape))
         row.append(_rate(entry.get("rss_peak_mib")))
         rows.append(row)

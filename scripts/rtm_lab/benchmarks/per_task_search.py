@@ -23,6 +23,10 @@ BRACKET = 1.10  # the search stops when the lowest rate not held is within 10 % 
 MIN_RATE = 50.0  # below this a shape is not worth a capacity figure: the search says so and stops
 SHAPES = ("stateless", "groupby-count", "dedup", "postgres-jvm", "ad-attribution")
 SEARCH_DONE, GENERATOR_LIMIT, TOO_SLOW = "bracketed", "generator short", "below the lowest rate"
+# A core this busy over the measured minute was the limit: the engine's core (the task) or the harness core (the
+# generator, the broker, PostgreSQL). Both or neither: the results say so rather than pick one.
+SATURATED = 0.9
+ENGINE_CORE, HARNESS_CORE = "engine core", "harness core"
 
 
 def run_verdict(run: dict, bound_ms: float) -> str:
@@ -116,8 +120,32 @@ def next_rate(
     return None, SEARCH_DONE
 
 
-def capacity(runs: list[dict], runs_per_step: int = RUNS_PER_STEP) -> dict:
-    """Each shape's capacity at each bound, from its decided steps: the part of the results the planner reads."""
+def core_shares(runs: list[dict], pinned: dict | None) -> tuple[float, float] | None:
+    """The median busy share of the engine core and of the harness core over `runs`: over the measured minute where a
+    run recorded it (core_busy_measured), else over the whole run. None without pinning or core figures."""
+    runs = [r for r in runs if r.get("core_busy_measured") or r.get("core_busy")]
+    if not runs or not pinned:
+        return None
+
+    def busy(cores: list[int]) -> float:
+        def share(run: dict, core: int) -> float:
+            shares = run.get("core_busy_measured") or run["core_busy"]
+            return shares.get(str(core), shares.get(core, 0.0))
+
+        return statistics.median(max(share(r, c) for c in cores) for r in runs)
+
+    return busy(pinned["engine_cores"]), busy(pinned["harness_cores"])
+
+
+def full_cores(shares: tuple[float, float]) -> list[str]:
+    """The cores at SATURATED or more: what set the limit."""
+    return [name for name, share in zip((ENGINE_CORE, HARNESS_CORE), shares) if share >= SATURATED]
+
+
+def capacity(runs: list[dict], runs_per_step: int = RUNS_PER_STEP, pinned: dict | None = None) -> dict:
+    """Each shape's capacity at each bound, from its decided steps: the part of the results the planner reads. With
+    the pinning, each bound also names the cores that ran full at its lowest rate not held (`full_cores`): the
+    harness core alone means the machine, not the task, set the limit."""
     out: dict[str, dict] = {}
     for shape in SHAPES:
         mine = [r for r in runs if r["shape"] == shape]
@@ -133,6 +161,9 @@ def capacity(runs: list[dict], runs_per_step: int = RUNS_PER_STEP) -> dict:
                 "bracket_pct": round((high / low - 1) * 100, 1) if low and high else None,
                 "runs_at_held_rate": len(by_rate[low]) if low else None,
             }
+            shares = core_shares(by_rate.get(high, []), pinned) if high else None
+            if shares is not None:
+                entry[str(bound)]["full_cores"] = full_cores(shares)
         held_runs = [r for r in by_rate.get(entry["100"]["held_rate"] or -1.0, []) if r.get("rss_peak_mib")]
         if held_runs:
             entry["rss_peak_mib"] = statistics.median(r["rss_peak_mib"] for r in held_runs)
