@@ -1181,12 +1181,12 @@ def test_capacity_planning_page_one_task_held_these_rates_at_100_ms_and_the_harn
         assert cap[shape]["100"]["full_cores"] == ["harness core"], cap[shape]
     # "Stateful costs little here": the count's figure within 10 % of the stateless one.
     assert at_100["groupby-count"][0] >= 0.9 * at_100["stateless"][0], at_100
-    # Over the measured minute of every run that recorded it: harness core at least 99 % busy, engine core under 60 %.
+    # Over the measured minute of every run that recorded it: harness core at least 98 % busy, engine core under 60 %.
     pinned = result["settings"]["pinned"]
     engine, harness = str(pinned["engine_cores"][0]), str(pinned["harness_cores"][0])
     minutes = [r["core_busy_measured"] for r in result["runs"] if r.get("core_busy_measured")]
     assert len(minutes) >= 10, len(minutes)
-    assert min(m[harness] for m in minutes) >= 0.99, minutes
+    assert min(m[harness] for m in minutes) >= 0.98, minutes
     assert max(m[engine] for m in minutes) < 0.6, minutes
     # "Not measured yet": the other three shapes have no capacity, so the planner sizes them by slots.
     assert not {"dedup", "postgres-jvm", "ad-attribution"} & set(cap), sorted(cap)
@@ -1211,3 +1211,19 @@ def test_capacity_planning_page_the_1_s_figures_and_the_whole_query_ceilings():
     assert (whole["held_rate"], whole["not_held_rate"]) == (6490, 7070), whole
     # "Plan with the 100 ms figure: it is the lower one."
     assert cap["groupby-count"]["100"]["held_rate"] < count["held_rate"]
+
+
+def test_capacity_planning_page_the_plan_check_matched_the_planner_at_each_factor():
+    from rtm_lab.benchmarks import per_task_search
+
+    result = json.loads((RESULTS / "plan-check.json").read_text())
+    assert result["settings"]["capacity"] == 6170 and result["settings"]["bound_ms"] == 100, result["settings"]
+    by_rate = per_task_search.steps(result["runs"], 1)
+    verdicts = {rate: {per_task_search.run_verdict(r, 100) for r in runs} for rate, runs in by_rate.items()}
+    p99 = {rate: [r["p99_ms"] for r in runs] for rate, runs in by_rate.items()}
+    assert sorted(verdicts) == [3085, 5553, 8021], verdicts
+    assert all(len(runs) == 3 for runs in by_rate.values()), by_rate
+    assert verdicts[3085] == verdicts[5553] == {"held"}, verdicts
+    assert verdicts[8021] == {"not held"}, verdicts
+    assert min(p99[3085] + p99[5553]) >= 58 and max(p99[3085] + p99[5553]) <= 60, p99
+    assert (min(p99[8021]), max(p99[8021])) == (178, 260), p99

@@ -140,7 +140,7 @@ def test_a_span_without_a_recorded_start_says_so():
 def test_a_table_that_judges_rates_says_held_with_its_bound_and_window():
     """One term for a rate a run kept up with: "held" (docs/glossary.md#held-rate), computed from the results file by
     rtm_lab.benchmarks.held_rate; a table that shows it links the definition and states the bound and the window."""
-    from rtm_lab.benchmarks.held_rate import BOUND_MS, GLOSSARY_LINK
+    from rtm_lab.benchmarks.held_rate import GLOSSARY_LINK
 
     judged = 0
     # The generated glossary names "kept up" as the retired word; every other results file is a measured table.
@@ -150,5 +150,7 @@ def test_a_table_that_judges_rates_says_held_with_its_bound_and_window():
         if not re.search(r"\| (held|not held) \|", text):
             continue
         judged += 1
-        assert f"[Held]({GLOSSARY_LINK}): the end-to-end p99 stayed under {BOUND_MS:,} ms over " in text
+        # The bound is BOUND_MS, or the table's own (the per-task figures at 100 ms and 1 s) stated right there.
+        held = rf"\[Held\]\({re.escape(GLOSSARY_LINK)}\): the end-to-end p99 stayed under [\d,]+ ms[^.]* over "
+        assert re.search(held, text), path.name
     assert judged >= 5  # the four sink tables and the engines' capacity searches

@@ -155,7 +155,7 @@ def test_a_capacity_the_harness_core_set_is_called_a_floor():
     # On the measuring machine the generator and broker's core can run full before the task's does: the step above
     # failed for the harness, so the held rate is a floor for the task, and the planner says so.
     entry = {"held_rate": 6490, "not_held_rate": 7070, "full_cores": ["harness core"]}
-    request = Request(rate=10_000, source_partitions=4, shape="stateless")
+    request = Request(rate=10_000, source_partitions=4, shape="stateless", shuffle_partitions=None)
     got = {f.name: f for f in plan(request, {"capacity": {"stateless": {"100": entry}}}, LABEL)}
     assert got["per-task capacity"].source.endswith(
         "(one task on one core, not held at 7,070, where the harness core ran full, not the task's: a floor)"

@@ -27,12 +27,10 @@ def verdict(
     return HELD if p99_ms < bound_ms and lost == 0 else NOT_HELD
 
 
-def caption(window: str, verdicts: list[str]) -> str:
+def caption(window: str, verdicts: list[str], bound: str = f"{BOUND_MS:,} ms") -> str:
     """The sentence under a table that says what its "held" column means: the rule, its bound and its window, and
-    the other `verdicts` the table shows."""
-    text = (
-        f"[Held]({GLOSSARY_LINK}): the end-to-end p99 stayed under {BOUND_MS:,} ms over {window}, and nothing was lost."
-    )
+    the other `verdicts` the table shows. `bound` for a table with its own (e.g. "the column's bound")."""
+    text = f"[Held]({GLOSSARY_LINK}): the end-to-end p99 stayed under {bound} over {window}, and nothing was lost."
     if GENERATOR_SHORT in verdicts:
         text += (
             f" Generator short: the generator reached less than {OFFERED_SHARE * 100:.0f} % of the rate, so the rate "

@@ -8,8 +8,8 @@ figures by the project's one rule (rtm_lab.benchmarks.held_rate), never read fro
 import statistics
 from pathlib import Path
 
+from rtm_lab.benchmarks import held_rate, run_record
 from rtm_lab.benchmarks import per_task_search as per_task
-from rtm_lab.benchmarks import run_record
 from rtm_lab.generated import generated_note, markdown_table
 
 COMMAND = "python scripts/tables.py per-task-throughput"
@@ -99,6 +99,12 @@ def markdown(result: dict) -> str:
         )
         if result.get("capacity")
         else "No step has all its runs yet: no capacity to show.",
+        "",
+        held_rate.caption(
+            f"{settings['seconds']:g} s after {settings['warmup_s']:g} s of warm-up",
+            [],
+            "100 ms or 1,000 ms, as the column says,",
+        ),
         "",
         f"One source partition and one shuffle partition, {pin}; {settings['runs_per_step']} runs per step, "
         f"{settings['seconds']:g} s measured after {settings['warmup_s']:g} s of warm-up. A step is held when "
@@ -196,4 +202,7 @@ def ceilings_markdown(per_task: dict, engine_capacity: dict) -> str:
         ],
         rows,
     )
-    return generated_note("python scripts/tables.py per-task-ceilings") + "\n\n" + table + "\n"
+    note = held_rate.caption(
+        "the measured minute", [], f"1,000 ms for one task, {held_rate.BOUND_MS:,} ms for the whole query,"
+    )
+    return generated_note("python scripts/tables.py per-task-ceilings") + "\n\n" + table + "\n\n" + note + "\n"

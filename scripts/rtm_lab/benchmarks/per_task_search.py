@@ -139,7 +139,7 @@ def core_shares(runs: list[dict], pinned: dict | None) -> tuple[float, float] | 
 
 def full_cores(shares: tuple[float, float]) -> list[str]:
     """The cores at SATURATED or more: what set the limit."""
-    return [name for name, share in zip((ENGINE_CORE, HARNESS_CORE), shares) if share >= SATURATED]
+    return [name for name, share in zip((ENGINE_CORE, HARNESS_CORE), shares, strict=True) if share >= SATURATED]
 
 
 def capacity(runs: list[dict], runs_per_step: int = RUNS_PER_STEP, pinned: dict | None = None) -> dict:

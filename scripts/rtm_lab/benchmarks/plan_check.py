@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from rtm_lab import cli, cpu_pinning, machine, standalone
-from rtm_lab.benchmarks import engine_run, load_average, run_record
+from rtm_lab.benchmarks import engine_run, held_rate, load_average, run_record
 from rtm_lab.benchmarks.per_task import DEFAULT_WARMUP_S, Pinning
 from rtm_lab.benchmarks.per_task_search import BOUNDS_MS, RUNS_PER_STEP, run_verdict, step_verdict, steps
 from rtm_lab.benchmarks.retry_outcomes import clock_time
@@ -80,6 +80,12 @@ def markdown(result: dict) -> str:
             generated_note("python scripts/tables.py plan-check"),
             "",
             markdown_table(header, rows(result)),
+            "",
+            held_rate.caption(
+                f"{settings['seconds']:g} s after {settings['warmup_s']:g} s of warm-up",
+                [],
+                f"{settings['bound_ms']:,} ms",
+            ),
             "",
             f"Bound: p99 ≤ {settings['bound_ms']} ms, nothing lost, over {settings['seconds']:g} s after "
             f"{settings['warmup_s']:g} s of warm-up. Capacity {settings['capacity']:,.0f} events/s "

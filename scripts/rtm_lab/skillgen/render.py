@@ -296,7 +296,9 @@ def render_skill(root: Path, name: str, notes: list[str]) -> tuple[dict, dict[st
                 raise RenderError(f"{page.path}: skill_assets lists {spec}, which no block of the page includes.")
             files[asset_path(spec)] = (snippet_text(root, spec, str(page.path)) + "\n").encode()
     # Every file the skill carries besides Markdown: the whole files above and the shipped scripts below.
-    carried = sorted({*shipped, *(path for path in files if path.startswith(f"{ASSETS}/"))})
+    # Measured data ships only once measured, so it is listed only then.
+    data = [target for target, (source, _) in BUNDLED_DATA.items() if (root / source).is_file()]
+    carried = sorted({*shipped, *data, *(path for path in files if path.startswith(f"{ASSETS}/"))})
     files["SKILL.md"] = render_skill_md(root, name, meta, body, parts, anchors_of, notes, shipped, carried).encode()
     changelog = root / TEMPLATES_DIR / name / CHANGELOG
     if changelog.is_file():

@@ -90,6 +90,13 @@ class Capacity:
     rate: float  # the highest step every run held
     not_held: float | None  # the lowest step above it that a run did not hold
     key: str  # where it was read, e.g. per-task-throughput.json: capacity.dedup.100
+    # The cores that ran full at the not-held step: ("harness core",) alone means the
+    # measuring machine's generator and broker set the limit, not the task.
+    full_cores: tuple[str, ...] = ()
+
+    @property
+    def set_by_harness(self) -> bool:
+        return self.full_cores == ("harness core",)
 
 
 def slots_for_shape(request: Request) -> Slots:
@@ -117,7 +124,12 @@ def read_capacity(results: dict, shape: str, bound_ms: int, label: str):
     key = f"{label}: capacity.{shape}.{bound_ms}"
     if not entry or entry.get("held_rate") is None:
         return f"not measured: {key} is missing"
-    return Capacity(float(entry["held_rate"]), entry.get("not_held_rate"), key)
+    return Capacity(
+        float(entry["held_rate"]),
+        entry.get("not_held_rate"),
+        key,
+        tuple(entry.get("full_cores") or ()),
+    )
 
 
 def busiest_task_rate(request: Request, slots: Slots) -> tuple[float, str]:
@@ -174,7 +186,13 @@ def plan(
             out.append(Figure("per-task capacity", "unknown", found))
         else:
             capacity = found
-            if found.not_held:
+            if found.not_held and found.set_by_harness:
+                # The engine's core had room: the generator and broker's core ran full.
+                bracket = (
+                    f", not held at {found.not_held:,.0f}, where the harness core ran"
+                    " full, not the task's: a floor"
+                )
+            elif found.not_held:
                 bracket = f", not held at {found.not_held:,.0f}"
             else:
                 # The search has not failed a step above it yet (still running, or the
