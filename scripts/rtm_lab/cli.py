@@ -5,6 +5,7 @@ Use `Parser` instead of `argparse.ArgumentParser`, the `type=` checks below for 
 """
 
 import argparse
+import datetime as dt
 import math
 import os
 import sys
@@ -161,3 +162,15 @@ def run(main: Callable[[], int]) -> int:
         # Python's documented remedy: point stdout at /dev/null so the flush at exit does not fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def clock_time(text: str) -> dt.datetime:
+    """HH:MM, UTC: the next time the clock reads it (tomorrow's when it has passed today, as `at` reads it), so a
+    deadline set before midnight for after it works."""
+    try:
+        when = dt.datetime.strptime(text, "%H:%M").time()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a UTC time as HH:MM, got {text!r}") from None
+    now = dt.datetime.now(dt.UTC)
+    deadline = dt.datetime.combine(now.date(), when, tzinfo=dt.UTC)
+    return deadline if deadline > now else deadline + dt.timedelta(days=1)

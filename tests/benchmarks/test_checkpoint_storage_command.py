@@ -63,7 +63,7 @@ def test_the_runs_in_the_published_results_assemble_as_before():
     [
         (["--shapes", "joins"], "choose from"),
         (["--delays", "fast"], "neither 'disk' nor a delay"),
-        (["--until", "25:99"], "not a UTC time"),
+        (["--until", "25:99"], "must be a UTC time as HH:MM"),
         (["--runs", "0"], ""),
     ],
 )

@@ -172,3 +172,36 @@ def test_capacity_names_the_core_that_ran_full_at_the_rate_not_held():
     assert cap["100"]["full_cores"] == ["harness core"]
     assert cap["1000"]["full_cores"] == ["harness core"]
     assert "full_cores" not in capacity(held + failed)["stateless"]["100"], "no pinning, no core named"
+
+
+@pytest.mark.parametrize("shape", ["postgres-jvm", "ad-attribution"])
+def test_the_sink_and_processor_harnesses_produce_through_warm_up_and_the_measured_seconds(monkeypatch, shape):
+    """These two harnesses count their warm-up inside the production's `seconds` (the engine harness does not). Given
+    only the measured seconds, a run produced for 60 s, left its first 60 s out and measured nothing."""
+    from types import SimpleNamespace
+
+    from rtm_lab import snippet_jar, spark
+    from rtm_lab.benchmarks import latency_child, per_task, sink
+
+    produced: list[float] = []
+
+    def fake_scenario(_spark, _state, scenario, _say, prefix):
+        produced.append(scenario.seconds)
+        assert scenario.warmup_s == 60
+        return {"e2e_p99_ms": 1.0, "e2e_p50_ms": 1.0, "e2e_max_ms": 1.0, "e2e_samples": 1, "lost": 0,
+                "produced_rate": 1.0}  # fmt: skip
+
+    def fake_child(_mode, _bootstrap, _rate, seconds, warmup, _cfg, _trace, _extra):
+        produced.append(seconds)
+        assert warmup == 60
+        return {"p99_ms": 1.0, "n": 1, "missing": 0}
+
+    monkeypatch.setattr(sink, "run_scenario", fake_scenario)
+    monkeypatch.setattr(spark, "spark_session", lambda *a, **k: SimpleNamespace(stop=lambda: None))
+    monkeypatch.setattr(snippet_jar, "session_jars", lambda: "")
+    monkeypatch.setattr(latency_child, "run_child", fake_child)
+    state = SimpleNamespace(kafka=SimpleNamespace(pid=1), postgres=SimpleNamespace(pid=2), kafka_bootstrap="x:1")
+    harness = per_task.Harness(state=state, seconds=60, warmup=60, say=print, pin=False)
+    record = harness.run(shape, 2000.0)
+    assert produced == [120], "the production covers the warm-up and then the measured seconds"
+    assert record["samples"] == 1

@@ -221,3 +221,16 @@ def test_a_writable_json_path_is_accepted_and_nothing_is_written_by_the_check(tm
 def test_sink_bench_refuses_options_that_need_a_rate_before_starting_anything(env, tmp_path, args, why):
     assert_refused(run("bench.py", "sink", *args, "--json", str(tmp_path / "r.json"), env=env), why)
     assert not Path(env["RTM_LAB_DIR"]).exists()
+
+
+def test_an_until_time_already_passed_today_means_tomorrow_and_a_bad_one_is_refused():
+    """A benchmark started at 23:55 with --until 01:50 runs until 01:50 the next day, as `at` reads a time."""
+    import datetime as dt
+
+    now = dt.datetime.now(dt.UTC)
+    earlier = (now - dt.timedelta(minutes=5)).strftime("%H:%M")
+    later = (now + dt.timedelta(minutes=5)).strftime("%H:%M")
+    assert dt.timedelta(hours=23) < cli.clock_time(earlier) - now <= dt.timedelta(hours=24)
+    assert dt.timedelta(0) < cli.clock_time(later) - now <= dt.timedelta(minutes=5)
+    with pytest.raises(argparse.ArgumentTypeError, match="must be a UTC time as HH:MM"):
+        cli.clock_time("25:99")

@@ -103,9 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seconds", type=cli.positive_float, default=SECONDS, help=f"production seconds per run (default {SECONDS:g})"
     )
-    parser.add_argument(
-        "--until", type=spark_side._clock, help="start no run that could not end by this UTC time (HH:MM)"
-    )
+    parser.add_argument("--until", type=cli.clock_time, help="start no run that could not end by this UTC time (HH:MM)")
     parser.add_argument(
         "--json", required=True, type=cli.json_output, help="results file (resumed when it exists; a .md goes beside)"
     )

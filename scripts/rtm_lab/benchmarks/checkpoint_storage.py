@@ -150,16 +150,6 @@ def _delay(text: str) -> str:
     return f"{value:g}"
 
 
-def _clock(text: str) -> dt.datetime:
-    try:
-        hours, minutes = (int(part) for part in text.split(":"))
-        now = dt.datetime.now(dt.UTC)
-        at = now.replace(hour=hours, minute=minutes, second=0, microsecond=0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a UTC time HH:MM") from None
-    return at if at > now else at + dt.timedelta(days=1)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shapes",
@@ -205,7 +195,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=cli.positive_float,
         help="production seconds per run (default 40; 100 at 30 s; 320 at 5 minutes)",
     )
-    parser.add_argument("--until", type=_clock, help="start no run that could not end by this UTC time (HH:MM)")
+    parser.add_argument("--until", type=cli.clock_time, help="start no run that could not end by this UTC time (HH:MM)")
     parser.add_argument(
         "--json", required=True, type=cli.json_output, help="results file (resumed when it exists; a .md goes beside)"
     )

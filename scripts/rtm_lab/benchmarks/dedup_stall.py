@@ -46,7 +46,6 @@ from rtm_lab.benchmarks import (
     stall_watch,
 )
 from rtm_lab.benchmarks.dedup_cells import Cell
-from rtm_lab.benchmarks.retry_outcomes import clock_time
 from rtm_lab.paths import PROJECT_ROOT
 
 RESULTS = PROJECT_ROOT / "docs" / "results" / "dedup-stall.json"
@@ -77,7 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=STALL_MS,
         help=f"the live lag that counts as a stall and triggers the thread dumps (default {STALL_MS:.0f})",
     )
-    parser.add_argument("--until", type=clock_time, metavar="HH:MM", help="start no run that would end after HH:MM UTC")
+    parser.add_argument(
+        "--until",
+        type=cli.clock_time,
+        metavar="HH:MM",
+        help="start no run that would end after HH:MM UTC (the next one: past midnight works)",
+    )
     parser.add_argument(
         "--quick",
         action="store_true",

@@ -32,7 +32,6 @@ from rtm_lab.benchmarks import (
     run_record,
 )
 from rtm_lab.benchmarks.per_task_search import SEARCH_DONE, next_rate
-from rtm_lab.benchmarks.retry_outcomes import clock_time
 from rtm_lab.paths import PROJECT_ROOT
 
 PIPELINES = engine_capacity_report.PIPELINES
@@ -83,7 +82,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--start-rate", type=cli.positive_float, default=START_RATE, help="each search's first step (default 10000)"
     )
-    parser.add_argument("--until", type=clock_time, metavar="HH:MM", help="start no run that would end after HH:MM UTC")
+    parser.add_argument(
+        "--until",
+        type=cli.clock_time,
+        metavar="HH:MM",
+        help="start no run that would end after HH:MM UTC (the next one: past midnight works)",
+    )
     parser.add_argument("--max-runs", type=cli.positive_int, help="stop after this many runs in all (a smoke: 1)")
     parser.add_argument(
         "--json", type=cli.json_output, help="results file (default docs/results/engine-capacity-PLACEMENT.json)"

@@ -49,7 +49,6 @@ from rtm_lab.benchmarks.per_task_search import (
     next_rate,
     run_verdict,
 )
-from rtm_lab.benchmarks.retry_outcomes import clock_time
 from rtm_lab.errors import LabError
 from rtm_lab.paths import PROJECT_ROOT
 
@@ -170,6 +169,7 @@ class Harness:
             "p99_ms": figures.get("p99_ms"),
             "p50_ms": figures.get("p50_ms"),
             "max_ms": figures.get("max_ms"),
+            "samples": figures.get("n"),  # the measured events the percentiles come from
             "lost": figures.get("missing"),
             "reached_rate": figures.get("achieved_rate"),
             "rss_peak_mib": figures.get("rss_peak_mib"),
@@ -189,12 +189,15 @@ class Harness:
         if self._sink_spark is None:  # one session for the shape's runs; each run has its own warm-up
             conf = {**SESSION_CONF, "spark.sql.shuffle.partitions": "1", "spark.jars": snippet_jar.session_jars()}
             self._sink_spark = spark_session("rtm-bench-per-task", slots=1, conf=conf)
-        scenario = sink.Scenario(rate=rate, seconds=self.seconds, partitions=1, writer="jvm", warmup_s=self.warmup)
+        # The sink's `seconds` is the whole production, its warm-up included (the engine harness's is not).
+        total = self.warmup + self.seconds
+        scenario = sink.Scenario(rate=rate, seconds=total, partitions=1, writer="jvm", warmup_s=self.warmup)
         run = sink.run_scenario(self._sink_spark, self.state, scenario, self.say, prefix="pertask")
         return {
             "p99_ms": run["e2e_p99_ms"],
             "p50_ms": run["e2e_p50_ms"],
             "max_ms": run["e2e_max_ms"],
+            "samples": run["e2e_samples"],
             "lost": run["lost"],
             "reached_rate": run["produced_rate"],
             "harness": "rtm_lab.benchmarks.sink, JVM writer, one partition, PostgreSQL on the harness cores",
@@ -206,11 +209,14 @@ class Harness:
         cfg = latency_child.settings(latency_child.AD_RTM_INTERVAL, pipeline="ad_attribution")
         extra = ["--partitions", "1", "--spark-conf", "spark.sql.shuffle.partitions=1"]
         bootstrap = self.state.kafka_bootstrap  # type: ignore[attr-defined]
-        figures = latency_child.run_child("realtime", bootstrap, rate, self.seconds, self.warmup, cfg, None, extra)
+        # As the sink's: the child's `seconds` is the whole production, its warm-up included.
+        total = self.warmup + self.seconds
+        figures = latency_child.run_child("realtime", bootstrap, rate, total, self.warmup, cfg, None, extra)
         return {
             "p99_ms": figures.get("p99_ms"),
             "p50_ms": figures.get("p50_ms"),
             "max_ms": figures.get("max_ms"),
+            "samples": figures.get("n"),
             "lost": figures.get("missing"),
             "reached_rate": figures.get("achieved_rate"),
             "harness": "rtm_lab.benchmarks.latency_child, pipeline ad_attribution (JVM processor), one partition",
@@ -254,7 +260,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-runs", type=cli.positive_int, help="stop after this many runs in all (a smoke: --max-runs 1)"
     )
-    parser.add_argument("--until", type=clock_time, metavar="HH:MM", help="start no run that would end after HH:MM UTC")
+    parser.add_argument(
+        "--until",
+        type=cli.clock_time,
+        metavar="HH:MM",
+        help="start no run that would end after HH:MM UTC (the next one: past midnight works)",
+    )
     parser.add_argument("--no-pin", action="store_true", help="leave every process on every core (not for the table)")
     parser.add_argument(
         "--json",

@@ -106,10 +106,9 @@ def markdown(result: dict) -> str:
             "100 ms or 1,000 ms, as the column says,",
         ),
         "",
-        f"One source partition and one shuffle partition, {pin}; {settings['runs_per_step']} runs per step, "
-        f"{settings['seconds']:g} s measured after {settings['warmup_s']:g} s of warm-up. A step is held when "
-        f"{settings['runs_per_step']} runs all held: p99 under the bound, nothing lost, the generator at the rate. "
-        "One run not held settles a step as not held. A core at 90 % or more over the runs at the lowest rate not "
+        f"One source partition and one shuffle partition, {pin}; {settings['runs_per_step']} runs per step. "
+        f"A step is held when its {settings['runs_per_step']} runs all held with the generator at the rate; one run "
+        "not held settles it as not held. A core at 90 % or more over the runs at the lowest rate not "
         "held was the limit: the harness core for the Postgres writer means PostgreSQL or the generator set it, "
         "not Spark.",
         "<!-- --8<-- [end:capacity] -->",

@@ -23,7 +23,6 @@ from rtm_lab import cli, cpu_pinning, machine, standalone
 from rtm_lab.benchmarks import engine_run, held_rate, load_average, run_record
 from rtm_lab.benchmarks.per_task import DEFAULT_WARMUP_S, Pinning
 from rtm_lab.benchmarks.per_task_search import BOUNDS_MS, RUNS_PER_STEP, run_verdict, step_verdict, steps
-from rtm_lab.benchmarks.retry_outcomes import clock_time
 from rtm_lab.errors import LabError
 from rtm_lab.generated import generated_note, markdown_table
 from rtm_lab.paths import PROJECT_ROOT
@@ -119,7 +118,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warmup", type=cli.non_negative_float, default=DEFAULT_WARMUP_S, help="warm-up seconds per run (%(default)g)"
     )
-    parser.add_argument("--until", type=clock_time, metavar="HH:MM", help="start no run that would end after HH:MM UTC")
+    parser.add_argument(
+        "--until",
+        type=cli.clock_time,
+        metavar="HH:MM",
+        help="start no run that would end after HH:MM UTC (the next one: past midnight works)",
+    )
     parser.add_argument("--max-runs", type=cli.positive_int, help="stop after this many runs (a smoke: 1)")
     parser.add_argument("--json", type=cli.json_output, default=RESULTS, help="results file (%(default)s)")
 

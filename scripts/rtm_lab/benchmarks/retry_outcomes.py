@@ -262,19 +262,6 @@ def write(result: dict, json_path: Path) -> Path:
     return md
 
 
-def clock_time(text: str) -> dt.datetime:
-    """HH:MM, UTC, later today."""
-    try:
-        when = dt.datetime.strptime(text, "%H:%M").time()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a time as HH:MM (UTC), got {text!r}") from None
-    now = dt.datetime.now(dt.UTC)
-    deadline = dt.datetime.combine(now.date(), when, tzinfo=dt.UTC)
-    if deadline <= now:
-        raise argparse.ArgumentTypeError(f"{text} UTC has passed already (now {now:%H:%M} UTC)")
-    return deadline
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=cli.positive_int, default=50, help="failing queries per setting (default 50)")
     parser.add_argument(
@@ -289,7 +276,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="start a new Spark driver for each run (the fault app in its own process), as the retry test does",
     )
     stop = parser.add_mutually_exclusive_group()
-    stop.add_argument("--until", type=clock_time, metavar="HH:MM", help="start no run that would end after HH:MM UTC")
+    stop.add_argument(
+        "--until",
+        type=cli.clock_time,
+        metavar="HH:MM",
+        help="start no run that would end after HH:MM UTC (the next one: past midnight works)",
+    )
     stop.add_argument(
         "--max-minutes", type=cli.positive_float, metavar="M", help="start no run that would end after M minutes"
     )
