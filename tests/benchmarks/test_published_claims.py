@@ -1213,6 +1213,35 @@ def test_capacity_planning_page_the_1_s_figures_and_the_whole_query_ceilings():
     assert cap["groupby-count"]["100"]["held_rate"] < count["held_rate"]
 
 
+def test_capacity_planning_page_the_core_shares_behind_the_gap_and_a_tasks_cpu():
+    """The warning's three bullets and "Most of a task's CPU does not grow with the rate", from the two results."""
+    from rtm_lab.benchmarks import per_task_search
+
+    whole = capacity_runs("spark", "count")
+    by_rate = {r["rate"] for r in whole}
+    assert {5000, 10000} <= by_rate, by_rate
+    # "No core was idle: both read 86 to 100 % busy at every rate, 5,000 included."
+    shares = [share for r in whole for share in r["core_busy"].values()]
+    assert round(min(shares) * 100) == 86 and max(shares) <= 1.0, shares
+    # "The engine used 31 to 42 CPU-seconds a minute, at 5,000 and at 10,000 alike."
+    assert all(59 <= r["cpu_window_s"] <= 61 for r in whole), [r["cpu_window_s"] for r in whole]
+    cpu = {rate: [r["cpu_s"] for r in whole if r["rate"] == rate] for rate in (5000, 10000)}
+    assert round(min(min(v) for v in cpu.values())) == 31 and round(max(max(v) for v in cpu.values())) == 42, cpu
+    # One counting task, its engine core over the measured minute.
+    result = per_task_results()
+    engine = str(result["settings"]["pinned"]["engine_cores"][0])
+    harness = str(result["settings"]["pinned"]["harness_cores"][0])
+    runs = [r for r in result["runs"] if r["shape"] == "groupby-count" and r.get("core_busy_measured")]
+    low = [r["core_busy_measured"][engine] for r in runs if 4000 <= r["rate"] <= 6730]
+    at_16k = [r["core_busy_measured"][engine] for r in runs if r["rate"] == 16000]
+    assert (round(min(low) * 100), round(max(low) * 100)) == (25, 34), low
+    assert len(at_16k) == 3 and (round(min(at_16k) * 100), round(max(at_16k) * 100)) == (35, 40), at_16k
+    # "The harness core read full at 4,000 events/s too, where every run held."
+    at_4k = [r for r in runs if r["rate"] == 4000]
+    assert len(at_4k) == 3 and all(r["core_busy_measured"][harness] >= 0.98 for r in at_4k), at_4k
+    assert all(per_task_search.run_verdict(r, 100) == "held" for r in at_4k), at_4k
+
+
 def test_capacity_planning_page_the_plan_check_matched_the_planner_at_each_factor():
     from rtm_lab.benchmarks import per_task_search
 
