@@ -1,6 +1,7 @@
 """The per-task capacity search (rtm_lab.benchmarks.per_task_search) on synthetic runs: it brackets a known limit
 within 10 % at both bounds, resumes an unfinished step, stops where the generator falls short, and derives the
-capacity part the planner reads. No Spark: the search is a pure function of the runs so far."""
+capacity part the planner reads. No Spark: the search is a pure function of the runs so far (one test reads the
+lab's PostgreSQL)."""
 
 import math
 
@@ -200,8 +201,21 @@ def test_the_sink_and_processor_harnesses_produce_through_warm_up_and_the_measur
     monkeypatch.setattr(spark, "spark_session", lambda *a, **k: SimpleNamespace(stop=lambda: None))
     monkeypatch.setattr(snippet_jar, "session_jars", lambda: "")
     monkeypatch.setattr(latency_child, "run_child", fake_child)
-    state = SimpleNamespace(kafka=SimpleNamespace(pid=1), postgres=SimpleNamespace(pid=2), kafka_bootstrap="x:1")
+    monkeypatch.setattr(per_task, "postgres_checkpoints", lambda dsn: 0)
+    state = SimpleNamespace(
+        kafka=SimpleNamespace(pid=1), postgres=SimpleNamespace(pid=2), kafka_bootstrap="x:1", postgres_dsn="x"
+    )
     harness = per_task.Harness(state=state, seconds=60, warmup=60, say=print, pin=False)
     record = harness.run(shape, 2000.0)
     assert produced == [120], "the production covers the warm-up and then the measured seconds"
     assert record["samples"] == 1
+
+
+def test_the_postgres_checkpoint_count_reads_from_the_running_server(lab):
+    """The count the Postgres writer's runs record beside their tail, read from the lab's real server's statistics
+    view (pg_stat_bgwriter before PostgreSQL 17, pg_stat_checkpointer from it)."""
+    from rtm_lab.benchmarks import per_task
+
+    first = per_task.postgres_checkpoints(lab.postgres_dsn)
+    assert isinstance(first, int) and first >= 0
+    assert per_task.postgres_checkpoints(lab.postgres_dsn) >= first

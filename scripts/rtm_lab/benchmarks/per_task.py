@@ -129,6 +129,22 @@ class Pinning:
 # The harnesses: one run of a shape at a rate, as the same few figures.
 
 
+def postgres_checkpoints(dsn: str) -> int:
+    """How many checkpoints the PostgreSQL server has started, timed and requested (its statistics view moved in
+    PostgreSQL 17)."""
+    import psycopg2
+
+    with contextlib.closing(psycopg2.connect(dsn)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT current_setting('server_version_num')::int")
+        (version,) = cur.fetchone()
+        if version >= 170000:
+            cur.execute("SELECT num_timed + num_requested FROM pg_stat_checkpointer")
+        else:
+            cur.execute("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")
+        (count,) = cur.fetchone()
+        return int(count)
+
+
 @dataclass
 class Harness:
     state: object  # rtm_lab.lab.LabState
@@ -192,6 +208,8 @@ class Harness:
         # The sink's `seconds` is the whole production, its warm-up included (the engine harness's is not).
         total = self.warmup + self.seconds
         scenario = sink.Scenario(rate=rate, seconds=total, partitions=1, writer="jvm", warmup_s=self.warmup)
+        dsn = self.state.postgres_dsn  # type: ignore[attr-defined]
+        checkpoints_before = postgres_checkpoints(dsn)
         run = sink.run_scenario(self._sink_spark, self.state, scenario, self.say, prefix="pertask")
         return {
             "p99_ms": run["e2e_p99_ms"],
@@ -201,6 +219,9 @@ class Harness:
             "lost": run["lost"],
             "reached_rate": run["produced_rate"],
             "harness": "rtm_lab.benchmarks.sink, JVM writer, one partition, PostgreSQL on the harness cores",
+            # PostgreSQL's own checkpoints started during the run (every 5 minutes by default): a run they overlap can
+            # show a tail no core was busy for.
+            "postgres_checkpoints": postgres_checkpoints(dsn) - checkpoints_before,
         }
 
     def _ad(self, rate: float) -> dict:

@@ -161,7 +161,7 @@ def plot(result: dict, path: Path) -> None:
 
 
 # The engine capacity searches' pipelines that match a per-task shape: the same query, run whole on both cores.
-CEILING_PIPELINES = {"stateless": "transform", "groupby-count": "count"}
+CEILING_PIPELINES = {"stateless": "transform", "groupby-count": "count", "dedup": "dedup"}
 
 
 def ceilings_markdown(per_task: dict, engine_capacity: dict) -> str:
