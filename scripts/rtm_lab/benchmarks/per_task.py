@@ -154,6 +154,12 @@ class Harness:
     pin: bool = True
     _sink_spark: object = None
 
+    @property
+    def production_s(self) -> float:
+        """The sink's and the ad-attribution child's `seconds`: the whole production, warm-up included (the engine
+        harness takes the two apart)."""
+        return self.warmup + self.seconds
+
     def run(self, shape: str, rate: float) -> dict:
         if shape in ("stateless", "groupby-count", "dedup"):
             return self._engine(shape, rate)
@@ -205,9 +211,7 @@ class Harness:
         if self._sink_spark is None:  # one session for the shape's runs; each run has its own warm-up
             conf = {**SESSION_CONF, "spark.sql.shuffle.partitions": "1", "spark.jars": snippet_jar.session_jars()}
             self._sink_spark = spark_session("rtm-bench-per-task", slots=1, conf=conf)
-        # The sink's `seconds` is the whole production, its warm-up included (the engine harness's is not).
-        total = self.warmup + self.seconds
-        scenario = sink.Scenario(rate=rate, seconds=total, partitions=1, writer="jvm", warmup_s=self.warmup)
+        scenario = sink.Scenario(rate=rate, seconds=self.production_s, partitions=1, writer="jvm", warmup_s=self.warmup)
         dsn = self.state.postgres_dsn  # type: ignore[attr-defined]
         checkpoints_before = postgres_checkpoints(dsn)
         run = sink.run_scenario(self._sink_spark, self.state, scenario, self.say, prefix="pertask")
@@ -230,9 +234,7 @@ class Harness:
         cfg = latency_child.settings(latency_child.AD_RTM_INTERVAL, pipeline="ad_attribution")
         extra = ["--partitions", "1", "--spark-conf", "spark.sql.shuffle.partitions=1"]
         bootstrap = self.state.kafka_bootstrap  # type: ignore[attr-defined]
-        # As the sink's: the child's `seconds` is the whole production, its warm-up included.
-        total = self.warmup + self.seconds
-        figures = latency_child.run_child("realtime", bootstrap, rate, total, self.warmup, cfg, None, extra)
+        figures = latency_child.run_child("realtime", bootstrap, rate, self.production_s, self.warmup, cfg, None, extra)
         return {
             "p99_ms": figures.get("p99_ms"),
             "p50_ms": figures.get("p50_ms"),
