@@ -1189,8 +1189,31 @@ def test_capacity_planning_page_one_task_held_these_rates_at_100_ms_and_the_harn
     assert len(minutes) >= 10, len(minutes)
     assert min(m[harness] for m in minutes) >= 0.98, minutes
     assert max(m[engine] for m in minutes) < 0.6, minutes
-    # "Not measured yet": the ad-attribution processor has no capacity, so the planner sizes it by slots.
-    assert "ad-attribution" not in cap, sorted(cap)
+    # The In short box: the ad-attribution processor held 1,830, and no core was full at its limit or the writer's.
+    assert at_100["ad-attribution"] == (1830, 2000), at_100
+    assert at_100["postgres-jvm"][0] == 707, at_100
+    assert cap["ad-attribution"]["100"]["full_cores"] == cap["postgres-jvm"]["100"]["full_cores"] == [], cap
+
+
+def test_capacity_planning_page_the_ad_attribution_processor_falls_off_a_cliff_with_neither_core_full():
+    """1,830 events/s held at both bounds (915 pairs a second), p99 16 to 25 ms there; at 2,000 a median of 142 ms and
+    a p99 of 2.8 s; neither core full at 2,000 (65 % and 84 % over the run)."""
+    result = per_task_results()
+    ad = result["capacity"]["ad-attribution"]
+    for bound in ("100", "1000"):
+        assert (ad[bound]["held_rate"], ad[bound]["not_held_rate"]) == (1830, 2000), ad
+    runs = [r for r in result["runs"] if r["shape"] == "ad-attribution"]
+    held = [r for r in runs if r["rate"] == 1830]
+    assert len(held) == 3 and sorted(r["p99_ms"] for r in held) == [16, 23, 25], held
+    # Requests and acks count alike: each pair gives one attribution, so a run measures half its events.
+    measured_s = result["settings"]["seconds"]
+    assert all(r["samples"] == r["rate"] * measured_s / 2 for r in runs), [(r["rate"], r["samples"]) for r in runs]
+    (cliff,) = [r for r in runs if r["rate"] == 2000]
+    assert (cliff["p50_ms"], cliff["p99_ms"]) == (142, 2752), cliff
+    assert cliff["lost"] == 0 and cliff["reached_rate"] == 2000, cliff
+    busy = cliff["core_busy"]
+    engine, harness = (str(result["settings"]["pinned"][k][0]) for k in ("engine_cores", "harness_cores"))
+    assert (round(busy[engine], 2), round(busy[harness], 2)) == (0.65, 0.84), busy
 
 
 def test_capacity_planning_page_the_1_s_figures_and_the_whole_query_ceilings():
