@@ -106,10 +106,12 @@ GROUPS = {
         "tests/guides/test_rtm_or_flink.py",
         "tests/lab/test_flink_engine.py",
     ),
-    # The built site (a strict mkdocs build, a session fixture): built once for both, not once per worker.
+    # The built site (a strict mkdocs build, a session fixture): built once for all that read it, not once per worker.
     "site": (
         "tests/docs/test_site_build.py",
         "tests/docs/test_front_page.py",
+        "tests/docs/test_browser.py",
+        "tests/docs/test_diagrams.py",
     ),
     # The session's standalone cluster (three JVMs): started once, on one worker.
     "cluster": (
@@ -133,10 +135,10 @@ LONGEST_FIRST = (
     "tests/reference/test_allowlist_off.py",
     "tests/reference/test_readiness_check.py",
     "tests/lab/test_lab_cli.py",
+    "site",
     "tests/benchmarks/test_interval_sweep.py",
     "tests/guides/test_ad_attribution_rtm.py",
     "tests/benchmarks/test_boundary_settings.py",
-    "tests/docs/test_browser.py",
     "tests/guides/test_sink_hardening.py",
     "tests/reference/test_setup.py",
     "tests/guides/test_ad_attribution.py",

@@ -21,11 +21,11 @@ EXPECTED = {
 
 
 def test_every_diagram_is_current_with_its_generator():
-    result = subprocess.run(
-        [sys.executable, "scripts/tables.py", "all", "--check"], capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    # Only the diagrams' generators: test_tables.py checks every generated file, this one too, in one run of them all.
     for name in EXPECTED:
+        command = [sys.executable, "scripts/tables.py", f"diagram-{name.removesuffix('.svg')}", "--check"]
+        result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=PROJECT_ROOT)
+        assert result.returncode == 0, result.stdout + result.stderr
         assert f"/docs/diagrams/{name} is up to date" in result.stdout, result.stdout
     assert sorted(p.name for p in DIAGRAMS.glob("*.svg")) == sorted(EXPECTED), "a diagram file nobody generates"
 
