@@ -1223,12 +1223,14 @@ def test_capacity_planning_page_the_1_s_figures_and_the_whole_query_ceilings():
     cap = result["capacity"]
     count, stateless = cap["groupby-count"]["1000"], cap["stateless"]["1000"]
     assert (count["held_rate"], count["not_held_rate"]) == (16000, 17400), count
-    # The stateless search at 1 s is open at 6,490: one run each at 10,000 and 20,000, both held at 1 s.
-    assert (stateless["held_rate"], stateless["not_held_rate"]) == (6490, None), stateless
-    above = per_task_search.steps([r for r in result["runs"] if r["shape"] == "stateless"], 1)
-    for rate in (10000, 20000):
-        assert len(above[rate]) == 1, rate
-        assert per_task_search.run_verdict(above[rate][0], 1000) == "held", above[rate]
+    # One stateless task held 40,000 at 1 s, a floor: at 80,000 the generator fell short, which ended the search.
+    assert (stateless["held_rate"], stateless["not_held_rate"]) == (40000, None), stateless
+    steps = per_task_search.steps([r for r in result["runs"] if r["shape"] == "stateless"], 1)
+    assert [per_task_search.run_verdict(r, 1000) for r in steps[40000]] == ["held"] * 3, steps[40000]
+    assert [per_task_search.run_verdict(r, 1000) for r in steps[80000]] == ["generator short"], steps[80000]
+    # Two stateless tasks at that floor make 80,000; the whole transform query held 56,600 at its 2 s bound.
+    whole_transform = engine_capacity_report.capacity(capacity_runs("spark", "transform"), 3)
+    assert (2 * stateless["held_rate"], whole_transform["held_rate"]) == (80000, 56600), whole_transform
     # Two counting tasks at the 1 s figure: 32,000; the whole query held 6,490 and not 7,070.
     assert 2 * count["held_rate"] == 32000
     whole = engine_capacity_report.capacity(capacity_runs("spark", "count"), 3)
