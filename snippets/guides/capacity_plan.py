@@ -36,6 +36,8 @@ SHAPES = {
     "postgres-jvm": (0, "Kafka -> the JVM Postgres writer (upserts)"),
     "ad-attribution": (1, "the JVM ad-attribution processor (transformWithState)"),
 }
+# Shapes whose database ran on the harness core while they were measured.
+DATABASE_SHAPES = ("postgres-jvm",)
 LATENCY_BOUNDS_MS = (100, 1000)  # the two held-rate bounds the table is measured at
 SPARK_DEFAULT_SHUFFLE_PARTITIONS = 200  # spark.sql.shuffle.partitions
 DEFAULT_BATCH_DURATION_S = 300  # trigger(realTime=...) default: 5 minutes
@@ -186,7 +188,14 @@ def plan(
             out.append(Figure("per-task capacity", "unknown", found))
         else:
             capacity = found
-            if found.not_held and found.set_by_harness:
+            by_harness = found.not_held and found.set_by_harness
+            if by_harness and request.shape in DATABASE_SHAPES:
+                # PostgreSQL shares the harness core: the database may be the limit.
+                bracket = (
+                    f", not held at {found.not_held:,.0f}, where the harness core ran"
+                    " full with PostgreSQL on it: your database may set the limit"
+                )
+            elif by_harness:
                 # The engine's core had room: the generator and broker's core ran full.
                 bracket = (
                     f", not held at {found.not_held:,.0f}, where the harness core ran"

@@ -140,6 +140,24 @@ def test_the_table_names_the_core_that_ran_full_at_the_limit():
     assert per_task_report.limiting_core(result, "postgres-jvm") == "harness core (55% / 97%)"
 
 
+def test_the_table_names_the_full_core_at_each_bound_and_none_where_nothing_above_was_decided():
+    runs = search(7300, 9100, 5000, shape="postgres-jvm")
+    cap = capacity(runs)["postgres-jvm"]
+    low_fail, high_fail = cap["100"]["not_held_rate"], cap["1000"]["not_held_rate"]
+    assert low_fail != high_fail, cap
+    for run in runs:
+        run["core_busy"] = {"0": 0.1, "1": 0.3} if run["rate"] == low_fail else {"0": 0.25, "1": 0.93}
+    result = {
+        "runs": runs,
+        "capacity": capacity(runs),
+        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
+    }
+    assert per_task_report.limiting_core(result, "postgres-jvm", 100) == "neither core (10% / 30%)"
+    assert per_task_report.limiting_core(result, "postgres-jvm", 1000) == "harness core (25% / 93%)"
+    result["capacity"]["postgres-jvm"]["1000"]["not_held_rate"] = None  # a floor: no step above it decided
+    assert per_task_report.limiting_core(result, "postgres-jvm", 1000) == "—"
+
+
 def test_the_full_core_is_read_over_the_measured_minute_when_the_run_recorded_it():
     """The whole run's busy share includes the start and the read-back; the measured minute's does not."""
     runs = search(7300, 9100, 5000, shape="stateless")

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,15 @@ def test_a_capacity_the_harness_core_set_is_called_a_floor():
     got = {f.name: f for f in plan(request, {"capacity": {"stateless": {"100": entry}}}, LABEL)}
     assert got["per-task capacity"].source.endswith(
         "(one task on one core, not held at 7,070, where the harness core ran full, not the task's: a floor)"
+    )
+    # The Postgres writer's database ran on the harness core: its limit there may be PostgreSQL's, not a floor.
+    writer = {
+        f.name: f
+        for f in plan(replace(request, shape="postgres-jvm"), {"capacity": {"postgres-jvm": {"100": entry}}}, LABEL)
+    }
+    assert writer["per-task capacity"].source.endswith(
+        "(one task on one core, not held at 7,070, where the harness core ran full with PostgreSQL on it:"
+        " your database may set the limit)"
     )
     both = {**entry, "full_cores": ["engine core", "harness core"]}
     got = {f.name: f for f in plan(request, {"capacity": {"stateless": {"100": both}}}, LABEL)}

@@ -20,10 +20,12 @@ def _rate(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
-def limiting_core(result: dict, shape: str) -> str:
-    """Which core ran full at the shape's lowest rate not held at 100 ms, with the engine and harness cores' median
-    busy shares there (per_task_search.core_shares)."""
-    rate = result.get("capacity", {}).get(shape, {}).get(str(per_task.BOUNDS_MS[0]), {}).get("not_held_rate")
+def limiting_core(result: dict, shape: str, bound_ms: int = per_task.BOUNDS_MS[0]) -> str:
+    """Which core ran full at the shape's lowest rate not held at `bound_ms`, with the engine and harness cores'
+    median busy shares there (per_task_search.core_shares). "—" when no rate above the capacity was decided."""
+    rate = result.get("capacity", {}).get(shape, {}).get(str(bound_ms), {}).get("not_held_rate")
+    if rate is None:
+        return "—"
     runs = [r for r in result["runs"] if r["shape"] == shape and r["rate"] == rate]
     shares = per_task.core_shares(runs, result["settings"].get("pinned"))
     if shares is None:
@@ -54,7 +56,7 @@ def _capacity_rows(result: dict) -> list[list[str]]:
             cell = entry[str(bound)]
             held, failed = cell["held_rate"], cell["not_held_rate"]
             row.append(_capacity_cell(held, failed, cell.get("bracket_pct")))
-        row.append(limiting_core(result, shape))
+        row.extend(limiting_core(result, shape, bound) for bound in per_task.BOUNDS_MS)
         row.append(_rate(entry.get("rss_peak_mib")))
         rows.append(row)
     return rows
@@ -92,7 +94,8 @@ def markdown(result: dict) -> str:
                 "shape",
                 "p99 ≤ 100 ms (events/s)",
                 "p99 ≤ 1 s (events/s)",
-                "full core at the limit (engine / harness busy)",
+                "full core at the 100 ms limit (engine / harness busy)",
+                "at the 1 s limit",
                 "engine peak RSS MiB",
             ],
             _capacity_rows(result),
