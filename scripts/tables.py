@@ -18,6 +18,8 @@
                                                  while that file does not exist (nothing is shown before a run)
   python scripts/tables.py per-task-ceilings     those capacities beside the engine capacity runs' whole-query
                                                  ceilings (engine-capacity-shared.json); skipped likewise
+  python scripts/tables.py per-task-ad-warmup-180   the ad-attribution steps run with a 180 s warm-up, from
+                                                 per-task-ad-warmup-180.json; skipped likewise
   python scripts/tables.py engines-shared, engines-isolated   the second engine harness's table per placement, from
                                                  engines-PLACEMENT.json; until that file exists, a line saying so
   python scripts/tables.py engines-old-new       the first harness's medians (engines.json) beside the second's, for the
@@ -298,6 +300,11 @@ TABLES = {
         once_measured="per-task-throughput.json",
     ),
     "per-task-ceilings": Table("per-task-ceilings.md", _per_task_ceilings, once_measured="per-task-throughput.json"),
+    "per-task-ad-warmup-180": Table(
+        "per-task-ad-warmup-180.md",
+        _from_json("per-task-ad-warmup-180.json", "rtm_lab.benchmarks.per_task_report", "ad_warmup_markdown"),
+        once_measured="per-task-ad-warmup-180.json",
+    ),
     "plan-check": Table(
         "plan-check.md", _from_json("plan-check.json", "rtm_lab.benchmarks.plan_check"), once_measured="plan-check.json"
     ),

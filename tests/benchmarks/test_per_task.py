@@ -237,3 +237,21 @@ def test_the_postgres_checkpoint_count_reads_from_the_running_server(lab):
     first = per_task.postgres_checkpoints(lab.postgres_dsn)
     assert isinstance(first, int) and first >= 0
     assert per_task.postgres_checkpoints(lab.postgres_dsn) >= first
+
+
+def test_a_results_file_draws_its_plot_under_its_own_name(tmp_path):
+    """A second search (the ad processor with a longer warm-up) is written beside the table's: its plot must not draw
+    over per-task-throughput.png."""
+    import json
+
+    from rtm_lab.benchmarks import per_task
+    from rtm_lab.paths import PROJECT_ROOT
+
+    result = json.loads((PROJECT_ROOT / "docs" / "results" / "per-task-throughput.json").read_text())
+    result["runs"] = [r for r in result["runs"] if r["shape"] == "ad-attribution"]
+    per_task.write(result, tmp_path / "per-task-other.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "per-task-other.json",
+        "per-task-other.md",
+        "per-task-other.png",
+    ]

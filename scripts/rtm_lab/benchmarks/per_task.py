@@ -333,7 +333,8 @@ def write(result: dict, path: Path) -> None:
     result["capacity"] = capacity(result["runs"], result["settings"]["runs_per_step"], result["settings"].get("pinned"))
     path.write_text(json.dumps(result, indent=2) + "\n")
     path.with_suffix(".md").write_text(per_task_report.markdown(result))
-    per_task_report.plot(result, path.with_name(per_task_report.PLOT))
+    # Named after its results file: a second search (another warm-up) never draws over the table's plot.
+    per_task_report.plot(result, path.with_suffix(".png"))
 
 
 def main(args: argparse.Namespace, command: str) -> int:

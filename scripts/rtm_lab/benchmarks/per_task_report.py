@@ -16,6 +16,14 @@ COMMAND = "python scripts/tables.py per-task-throughput"
 PLOT = "per-task-throughput.png"
 
 
+AD_WARMUP_COMMAND = "python scripts/tables.py per-task-ad-warmup-180"
+
+
+def ad_warmup_markdown(result: dict) -> str:
+    """The ad processor's search with a longer warm-up, the same tables under its own command."""
+    return markdown(result, AD_WARMUP_COMMAND)
+
+
 def _rate(value: float | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
@@ -76,7 +84,7 @@ def _step_rows(result: dict) -> list[list[str]]:
     return rows
 
 
-def markdown(result: dict) -> str:
+def markdown(result: dict, command: str = COMMAND) -> str:
     settings = result["settings"]
     pinned = settings.get("pinned")
     pin = (
@@ -86,7 +94,7 @@ def markdown(result: dict) -> str:
         else "not pinned (not for the published table)"
     )
     lines = [
-        generated_note(COMMAND),
+        generated_note(command),
         "",
         "<!-- --8<-- [start:capacity] -->",
         markdown_table(
