@@ -126,17 +126,22 @@ def test_the_ceilings_table_sets_two_tasks_beside_the_whole_query():
     assert "| groupby-count | — | — | count | — | — |" in text
 
 
+def pinned_result(runs: list[dict]) -> dict:
+    """A results file's parts the table reads: the runs, their capacity, the engine on core 0 and the harness on 1."""
+    return {
+        "runs": runs,
+        "capacity": capacity(runs),
+        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
+    }
+
+
 def test_the_table_names_the_core_that_ran_full_at_the_limit():
     runs = search(7300, 9100, 5000, shape="postgres-jvm")
     low_fail = capacity(runs)["postgres-jvm"]["100"]["not_held_rate"]
     for run in runs:
         # JSON keys: core numbers come back as strings from the results file.
         run["core_busy"] = {"0": 0.55, "1": 0.97} if run["rate"] == low_fail else {"0": 0.3, "1": 0.4}
-    result = {
-        "runs": runs,
-        "capacity": capacity(runs),
-        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
-    }
+    result = pinned_result(runs)
     assert per_task_report.limiting_core(result, "postgres-jvm") == "harness core (55% / 97%)"
 
 
@@ -147,11 +152,7 @@ def test_the_table_names_the_full_core_at_each_bound_and_none_where_nothing_abov
     assert low_fail != high_fail, cap
     for run in runs:
         run["core_busy"] = {"0": 0.1, "1": 0.3} if run["rate"] == low_fail else {"0": 0.25, "1": 0.93}
-    result = {
-        "runs": runs,
-        "capacity": capacity(runs),
-        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
-    }
+    result = pinned_result(runs)
     assert per_task_report.limiting_core(result, "postgres-jvm", 100) == "neither core (10% / 30%)"
     assert per_task_report.limiting_core(result, "postgres-jvm", 1000) == "harness core (25% / 93%)"
     result["capacity"]["postgres-jvm"]["1000"]["not_held_rate"] = None  # a floor: no step above it decided
@@ -166,11 +167,7 @@ def test_the_full_core_is_read_over_the_measured_minute_when_the_run_recorded_it
         run["core_busy"] = {"0": 0.5, "1": 0.75}
         if run["rate"] == low_fail:
             run["core_busy_measured"] = {"0": 0.3, "1": 1.0}
-    result = {
-        "runs": runs,
-        "capacity": capacity(runs),
-        "settings": {"pinned": {"engine_cores": [0], "harness_cores": [1]}},
-    }
+    result = pinned_result(runs)
     assert per_task_report.limiting_core(result, "stateless") == "harness core (30% / 100%)"
 
 
